@@ -1,0 +1,38 @@
+"""Shared fixtures: real sample data from ``MMLB_TEST_DATA`` (see ../shared/data/README.md)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+
+def _test_data_root() -> Path | None:
+    value = os.environ.get("MMLB_TEST_DATA")
+    if value:
+        return Path(value)
+    guess = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+    return guess if guess.is_dir() else None
+
+
+@pytest.fixture(scope="session")
+def real_data() -> Path:
+    """Root of the real sample data (original release formats)."""
+    root = _test_data_root()
+    if root is None or not root.is_dir():
+        pytest.fail("real sample data not found: set MMLB_TEST_DATA to the shared/data folder")
+    return root
+
+
+@pytest.fixture(scope="session")
+def tokenizer_path(real_data: Path) -> Path:
+    """The real Llama-2 SentencePiece model."""
+    path = real_data / "llama2" / "tokenizer.model"
+    assert path.is_file(), f"missing {path}"
+    return path
+
+
+@pytest.fixture(scope="session")
+def coco_mini(real_data: Path) -> Path:
+    """159 real COCO 2017 images with their annotation files (release layout)."""
+    return real_data / "coco_mini"
