@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
 from pathlib import Path
 
 import numpy as np
 
-from .corpus import Corpus, default_cache_dir
+from .corpus import Corpus, atomic_folder, default_cache_dir
 
 BM25_VERSION = 1
 
@@ -67,13 +65,10 @@ class BM25Index:
         retriever = bm25s.BM25(k1=self.config["k1"], b=self.config["b"], method=self.config["method"])
         retriever.index(bm25s.tokenization.Tokenized(ids=ids, vocab=tokenizer.get_vocab_dict()),
                         show_progress=False)
-        tmp = self.folder.with_name(self.folder.name + f".tmp{os.getpid()}")
-        shutil.rmtree(tmp, ignore_errors=True)
-        retriever.save(str(tmp), show_progress=False)
-        tokenizer.save_vocab(str(tmp))
-        tokenizer.save_stopwords(str(tmp))
-        shutil.rmtree(self.folder, ignore_errors=True)
-        tmp.rename(self.folder)
+        with atomic_folder(self.folder) as tmp:
+            retriever.save(str(tmp), show_progress=False)
+            tokenizer.save_vocab(str(tmp))
+            tokenizer.save_stopwords(str(tmp))
         return self
 
     def ensure(self) -> "BM25Index":

@@ -25,6 +25,7 @@ import json
 import os
 import re
 import shutil
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -198,6 +199,23 @@ def _wikidata_id(record: dict) -> str:
 
 # --------------------------------------------------------------------------- building
 
+@contextmanager
+def atomic_folder(target: Path) -> Iterator[Path]:
+    """A temporary sibling of ``target`` to build in, renamed over ``target`` only on success, so
+    a cache folder is either complete or absent (an interrupted build is simply redone)."""
+    target = Path(target)
+    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    shutil.rmtree(target, ignore_errors=True)
+    tmp.rename(target)
+
+
 def detect_format(path: Path) -> str:
     """``kilt`` | ``w100`` | ``wikitext`` from the file's name and first line."""
     path = Path(path)
@@ -285,25 +303,20 @@ def build_corpus(source: Path, out_dir: Path, fmt: str | None = None,
     """Chunk ``source`` into ``out_dir`` (written to a temporary folder, renamed when complete)."""
     source, out_dir = Path(source), Path(out_dir)
     fmt = fmt or detect_format(source)
-    tmp = out_dir.with_name(out_dir.name + f".tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    writer = _Writer(tmp)
-    if fmt == "w100":
-        _write_w100(source, writer)
-    else:
-        records = read_wikitext(source) if fmt == "wikitext" else read_kilt_records(source)
-        for record in records:
-            passages = chunk_article(record, words_per_passage)
-            writer.add_article(str(record.get("wikipedia_id", "")), _wikidata_id(record),
-                               record.get("wikipedia_title") or "", passages)
-    stats = writer.close()
-    manifest = {"format_version": FORMAT_VERSION, "source": source.name, "source_format": fmt,
-                "words_per_passage": words_per_passage, "batch_rows": BATCH_ROWS, **stats}
-    (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
-    shutil.rmtree(out_dir, ignore_errors=True)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp.rename(out_dir)
+    with atomic_folder(out_dir) as tmp:
+        writer = _Writer(tmp)
+        if fmt == "w100":
+            _write_w100(source, writer)
+        else:
+            records = read_wikitext(source) if fmt == "wikitext" else read_kilt_records(source)
+            for record in records:
+                passages = chunk_article(record, words_per_passage)
+                writer.add_article(str(record.get("wikipedia_id", "")), _wikidata_id(record),
+                                   record.get("wikipedia_title") or "", passages)
+        stats = writer.close()
+        manifest = {"format_version": FORMAT_VERSION, "source": source.name, "source_format": fmt,
+                    "words_per_passage": words_per_passage, "batch_rows": BATCH_ROWS, **stats}
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
     return Corpus(out_dir)
 
 
@@ -334,8 +347,9 @@ def open_corpus(source: Path, cache_dir: Path | None = None) -> "Corpus":
 
 
 def default_cache_dir() -> Path:
-    """``MMLB_CACHE_DIR`` or ``~/.cache/mmlbdata``."""
-    return Path(os.environ.get("MMLB_CACHE_DIR") or Path.home() / ".cache" / "mmlbdata")
+    """``$MMLB_CACHE/retrieval`` (beside the image store), else ``~/.cache/mmlbdata/retrieval``."""
+    base = os.environ.get("MMLB_CACHE") or Path.home() / ".cache" / "mmlbdata"
+    return Path(base) / "retrieval"
 
 
 # --------------------------------------------------------------------------- reading

@@ -11,14 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 
 from .bm25 import passage_document
-from .corpus import Corpus, default_cache_dir
+from .corpus import Corpus, atomic_folder, default_cache_dir
 
 DEFAULT_MODEL = "Alibaba-NLP/gte-large-en-v1.5"
 # Models whose code lives in their Hub repository (gte v1.5 ships its own architecture).
@@ -148,11 +147,22 @@ class DenseIndex:
     def build(self, chunk: int = 1024) -> "DenseIndex":
         import faiss
 
-        tmp = self.folder.with_name(self.folder.name + f".tmp{os.getpid()}")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        vectors = np.lib.format.open_memmap(tmp / "embeddings.npy", mode="w+", dtype=np.float32,
-                                            shape=(len(self.corpus), self.encoder.dim))
+        with atomic_folder(self.folder) as tmp:
+            vectors = np.lib.format.open_memmap(tmp / "embeddings.npy", mode="w+", dtype=np.float32,
+                                                shape=(len(self.corpus), self.encoder.dim))
+            row = self._embed_into(vectors, chunk)
+            index = faiss.index_factory(self.encoder.dim, self.factory, faiss.METRIC_INNER_PRODUCT)
+            if not index.is_trained:
+                index.train(np.asarray(vectors))
+            index.add(np.asarray(vectors))
+            faiss.write_index(index, str(tmp / "index.faiss"))
+            (tmp / "manifest.json").write_text(json.dumps({
+                "model": self.encoder.model_name, "factory": self.factory, "n": row,
+                "corpus": self.corpus.fingerprint}, indent=1))
+            del vectors
+        return self
+
+    def _embed_into(self, vectors: np.ndarray, chunk: int) -> int:
         row = 0
         for batch in self.corpus.iter_batches(("title", "text")):
             titles, texts = batch.column("title").to_pylist(), batch.column("text").to_pylist()
@@ -162,18 +172,7 @@ class DenseIndex:
                 vectors[row:row + len(emb)] = emb
                 row += len(emb)
         vectors.flush()
-        index = faiss.index_factory(self.encoder.dim, self.factory, faiss.METRIC_INNER_PRODUCT)
-        if not index.is_trained:
-            index.train(np.asarray(vectors))
-        index.add(np.asarray(vectors))
-        faiss.write_index(index, str(tmp / "index.faiss"))
-        (tmp / "manifest.json").write_text(json.dumps({
-            "model": self.encoder.model_name, "factory": self.factory, "n": row,
-            "corpus": self.corpus.fingerprint}, indent=1))
-        del vectors
-        shutil.rmtree(self.folder, ignore_errors=True)
-        tmp.rename(self.folder)
-        return self
+        return row
 
     def ensure(self) -> "DenseIndex":
         if not (self.folder / "manifest.json").is_file():

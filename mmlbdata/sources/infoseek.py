@@ -72,6 +72,15 @@ def oven_image_path(root: Path, image_id: str, split: str = "") -> Optional[Path
     return None
 
 
+def checked_image(store: ImageStore, path: Path, report: BuildReport, file: Path, where: str) -> Optional[ImageRef]:
+    """The image's reference, or None with the record reported when the file is unusable."""
+    try:
+        return store.ref(path)
+    except BadImageError as err:
+        report.skip(file, where, str(err))
+        return None
+
+
 def _read_jsonl(path: Path, report: BuildReport) -> Iterator[tuple[int, dict]]:
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
@@ -124,10 +133,8 @@ def read_infoseek(root: Path, store: ImageStore, report: BuildReport, split: str
         if path is None:
             report.skip(questions, where, f"image {record['image_id']} not found under {root}")
             continue
-        try:
-            image = store.ref(path)
-        except BadImageError as err:
-            report.skip(questions, where, str(err))
+        image = checked_image(store, path, report, questions, where)
+        if image is None:
             continue
         entity_id, entity_text = entities[record["data_id"]]
         yield InfoSeekQuestion(str(record["data_id"]), str(record["image_id"]), str(record["question"]).strip(),

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Iterator
 
 from ..report import BuildReport
-from ..store import BadImageError, ImageRef, ImageStore
-from .infoseek import _read_jsonl, find_release_file
+from ..store import ImageRef, ImageStore
+from .infoseek import _read_jsonl, checked_image, find_release_file
 
 LAYOUT = "ViQuAE release: <split>.jsonl (viquae_dataset) + images/<image file name>"
 
@@ -72,10 +72,8 @@ def read_viquae(root: Path, store: ImageStore, report: BuildReport, split: str =
         if image_path is None:
             report.skip(path, where, f"image {image_name!r} not found under {root / 'images'}")
             continue
-        try:
-            image = store.ref(image_path)
-        except BadImageError as err:
-            report.skip(path, where, str(err))
+        image = checked_image(store, image_path, report, path, where)
+        if image is None:
             continue
         yield ViquaeQuestion(str(record.get("id") or f"{split}_{lineno}"), str(record["input"]).strip(), question,
                              answers, provenance, str(record.get("kilt_id") or ""),
