@@ -89,8 +89,9 @@ def test_kilt_jsonl_and_w100_sources(tmp_path):
              "text": {"paragraph": ["Anarchism\n", "Anarchism is a philosophy.\n", "Section::::History.\n",
                                     "It began long ago.\n"]},
              "wikidata_info": {"wikidata_id": "Q6199"}}]
-    kilt.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    kilt.write_text("\n".join(json.dumps(r) for r in rows) + "\n{broken\n")
     c = build_corpus(kilt, tmp_path / "kc")
+    assert c.manifest["num_skipped"] == 1 and "line 2" in c.manifest["skipped"][0]
     art = c.find_article(wikidata_id="Q6199")
     assert art["title"] == "Anarchism" and art["n_lead"] == 1 and art["n_passages"] == 2
     assert c.passage(0)["text"] == "Anarchism is a philosophy."
@@ -98,6 +99,7 @@ def test_kilt_jsonl_and_w100_sources(tmp_path):
     tsv.write_text("id\ttext\ttitle\n1\t\"Anarchism is a philosophy.\"\tAnarchism\n2\tIt began.\tAnarchism\n"
                    "3\tAn apple.\tApple\n")
     w = build_corpus(tsv, tmp_path / "wc")
+    assert c.fingerprint != w.fingerprint
     assert len(w) == 3 and w.find_article(title="Apple")["first_pid"] == 2
     assert w.passage(0)["text"] == "Anarchism is a philosophy."
 
@@ -168,3 +170,19 @@ def test_full_dense_index_with_faiss(tmp_path, wikitext, test_model):
     pids, _ = index.search([f"{title}"], 3)
     assert corpus.passage(int(pids[0][0]))["title"] == title
     assert DenseIndex(corpus, DenseEncoder(test_model), tmp_path).folder == index.folder
+
+
+def test_kilt_wikipedia_parquet_shards(tmp_path):
+    """The Hub's facebook/kilt_wikipedia layout: parquet shards of KILT records."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [{"kilt_id": str(i), "wikipedia_id": str(100 + i), "wikipedia_title": f"Article {i}",
+             "text": {"paragraph": [f"Article {i}\n", "word " * 130 + "\n"]},
+             "wikidata_info": {"wikidata_id": f"Q{i}", "description": ""}, "categories": "x"} for i in range(3)]
+    folder = tmp_path / "kilt_wikipedia" / "data"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows), folder / "full-00000-of-00001.parquet")
+    corpus = build_corpus(tmp_path / "kilt_wikipedia", tmp_path / "c")
+    assert len(corpus) == 6 and corpus.find_article(wikidata_id="Q2")["wikipedia_id"] == "102"
+    assert corpus.passage(5)["title"] == "Article 2" and len(corpus.passage(4)["text"].split()) == 100

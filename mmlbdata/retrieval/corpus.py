@@ -22,17 +22,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
+
+logger = logging.getLogger("mmlbdata")
 
 PASSAGE_WORDS = 100
 BATCH_ROWS = 4096
@@ -70,8 +73,13 @@ class CorpusError(ValueError):
 
 # --------------------------------------------------------------------------- source readers
 
-def read_kilt_records(path: Path) -> Iterator[dict]:
-    """KILT knowledge-source articles from JSON lines or the Hub's parquet/arrow shards."""
+def _raise(message: str) -> None:
+    raise CorpusError(message)
+
+
+def read_kilt_records(path: Path, on_error: Callable[[str], None] = _raise) -> Iterator[dict]:
+    """KILT knowledge-source articles from JSON lines or the Hub's parquet/arrow shards; a bad
+    line is passed to ``on_error`` (default: raise) with the file and line named."""
     path = Path(path)
     files = sorted(p for p in path.rglob("*") if p.suffix in (".parquet", ".arrow")) if path.is_dir() else [path]
     for file in files:
@@ -80,10 +88,10 @@ def read_kilt_records(path: Path) -> Iterator[dict]:
         elif file.suffix == ".arrow":
             yield from _kilt_from_arrow(file)
         else:
-            yield from _kilt_from_jsonl(file)
+            yield from _kilt_from_jsonl(file, on_error)
 
 
-def _kilt_from_jsonl(file: Path) -> Iterator[dict]:
+def _kilt_from_jsonl(file: Path, on_error: Callable[[str], None]) -> Iterator[dict]:
     with open(file, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
@@ -92,7 +100,8 @@ def _kilt_from_jsonl(file: Path) -> Iterator[dict]:
                 record = json.loads(line)
                 record["text"]["paragraph"]
             except (ValueError, KeyError, TypeError) as exc:
-                raise CorpusError(f"{file}: line {lineno}: not a KILT article ({exc})") from exc
+                on_error(f"{file}: line {lineno}: not a KILT article ({exc})")
+                continue
             yield record
 
 
@@ -145,7 +154,7 @@ def read_wikitext(path: Path) -> Iterator[dict]:
         yield article
 
 
-def read_w100_tsv(path: Path) -> Iterator[tuple[str, str, str]]:
+def read_w100_tsv(path: Path, on_error: Callable[[str], None] = _raise) -> Iterator[tuple[str, str, str]]:
     """``kilt_w100_title.tsv`` rows as (id, text, title); a header row is skipped."""
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
@@ -153,7 +162,8 @@ def read_w100_tsv(path: Path) -> Iterator[tuple[str, str, str]]:
             if lineno == 1 and parts[0] == "id":
                 continue
             if len(parts) != 3:
-                raise CorpusError(f"{path}: line {lineno}: expected id, text, title")
+                on_error(f"{path}: line {lineno}: expected id, text, title, got {len(parts)} fields")
+                continue
             yield parts[0], parts[1].strip('"'), parts[2].strip('"')
 
 
@@ -303,27 +313,35 @@ def build_corpus(source: Path, out_dir: Path, fmt: str | None = None,
     """Chunk ``source`` into ``out_dir`` (written to a temporary folder, renamed when complete)."""
     source, out_dir = Path(source), Path(out_dir)
     fmt = fmt or detect_format(source)
+    skipped: list[str] = []
+
+    def skip(message: str) -> None:
+        """Bad source lines are logged and listed in the manifest; the corpus is still built."""
+        logger.warning("corpus: skipped %s", message)
+        skipped.append(message)
+
     with atomic_folder(out_dir) as tmp:
         writer = _Writer(tmp)
         if fmt == "w100":
-            _write_w100(source, writer)
+            _write_w100(source, writer, skip)
         else:
-            records = read_wikitext(source) if fmt == "wikitext" else read_kilt_records(source)
+            records = read_wikitext(source) if fmt == "wikitext" else read_kilt_records(source, skip)
             for record in records:
                 passages = chunk_article(record, words_per_passage)
                 writer.add_article(str(record.get("wikipedia_id", "")), _wikidata_id(record),
                                    record.get("wikipedia_title") or "", passages)
         stats = writer.close()
         manifest = {"format_version": FORMAT_VERSION, "source": source.name, "source_format": fmt,
-                    "words_per_passage": words_per_passage, "batch_rows": BATCH_ROWS, **stats}
+                    "words_per_passage": words_per_passage, "batch_rows": BATCH_ROWS, **stats,
+                    "num_skipped": len(skipped), "skipped": skipped[:100]}
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
     return Corpus(out_dir)
 
 
-def _write_w100(source: Path, writer: _Writer) -> None:
+def _write_w100(source: Path, writer: _Writer, on_error: Callable[[str], None]) -> None:
     """Group consecutive tsv rows of one title into an article (the file is in article order)."""
     title, passages = None, []
-    for _pid, text, row_title in read_w100_tsv(source):
+    for _pid, text, row_title in read_w100_tsv(source, on_error):
         if row_title != title and passages:
             writer.add_article("", "", title, passages)
             passages = []
