@@ -1,0 +1,284 @@
+"""Text -> A4 page images, the way ReadBench shows a context to a model.
+
+Layout is done by reportlab (Helvetica 12 pt, the metric twin of the Arial the benchmark
+specifies; 0.25 in margins; line height 1.2 x the font size) and rasterized by PyMuPDF at a
+chosen PPI (92.9 by default, which turns A4 into 768 x 1086 pixels). Wrapping is greedy on
+the measured width of each word, a word wider than a line is broken rather than clipped,
+paragraphs (newlines) and blank lines are kept. The last page is cropped to the end of the
+text plus the bottom margin so a short context does not come with a page of white.
+
+The output is deterministic: the PDF is written in reportlab's invariant mode and PNG
+encoding has no timestamps, so the same text and settings give the same bytes, which lets
+the image store deduplicate renders by a recipe key.
+
+Characters the standard Helvetica font cannot show (anything outside Windows-1252: CJK,
+emoji, most symbols) and control characters are replaced by a visible marker and counted in
+``RenderedPages.replaced`` so a builder can report them instead of crashing or silently
+dropping text.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mmlbdata.store import ImageRef, ImageStore
+
+DEFAULT_PPI = 92.9
+POINTS_PER_INCH = 72.0
+A4_POINTS = (595.2755905511812, 841.8897637795277)  # 210 x 297 mm, as reportlab defines A4
+REPLACEMENT = "\u00a4"  # the currency sign: in the font, visible, and rare in real text
+RENDERER_VERSION = "1"  # bump when the output bytes change for the same settings
+
+
+@dataclass(frozen=True)
+class PageSettings:
+    """Everything that determines the rendered bytes (part of the cache recipe key)."""
+
+    ppi: float = DEFAULT_PPI
+    font: str = "Helvetica"
+    font_size: float = 12.0
+    margin_in: float = 0.25
+    line_height: float = 1.2
+    page_size: tuple[float, float] = A4_POINTS
+    crop_last: bool = True
+    gray: bool = True  # black text on white: 8-bit gray PNGs are 2.4x smaller than RGB, same pixels
+
+    @property
+    def margin(self) -> float:
+        return self.margin_in * POINTS_PER_INCH
+
+    @property
+    def leading(self) -> float:
+        return self.font_size * self.line_height
+
+    @property
+    def text_width(self) -> float:
+        return self.page_size[0] - 2 * self.margin
+
+    @property
+    def lines_per_page(self) -> int:
+        usable = self.page_size[1] - 2 * self.margin
+        return max(1, int(usable // self.leading + 1e-9))
+
+    def key(self) -> str:
+        """Short stable string of the settings, for recipe keys."""
+        raw = repr(sorted(asdict(self).items())) + RENDERER_VERSION
+        return hashlib.sha256(raw.encode()).hexdigest()[:12]
+
+
+@dataclass
+class RenderedPages:
+    """The page PNGs of one text, in reading order."""
+
+    pages: list[bytes]
+    sizes: list[tuple[int, int]]
+    replaced: dict[str, int] = field(default_factory=dict)
+    pdf: bytes = b""
+
+
+def _supported(ch: str) -> bool:
+    """True if the standard font can draw ``ch`` (Windows-1252, printable)."""
+    if ch in "\n\t ":
+        return True
+    if not ch.isprintable() and ch != "\u00a0":
+        return False
+    try:
+        ch.encode("cp1252")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def sanitize(text: str) -> tuple[str, dict[str, int]]:
+    """Normalize newlines and tabs; replace what the font lacks with ``REPLACEMENT``.
+
+    Returns the cleaned text and a count per replaced character, so callers can report
+    e.g. ``{'中': 3}``.
+    """
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\t", " ")
+    replaced: Counter[str] = Counter()
+    out = []
+    for ch in text:
+        if _supported(ch):
+            out.append(ch)
+        else:
+            replaced[ch] += 1
+            out.append(REPLACEMENT)
+    return "".join(out), dict(replaced)
+
+
+def _break_word(word: str, width: Callable[[str], float], limit: float) -> list[str]:
+    """Split a word wider than a line into line-wide pieces (at least one char each)."""
+    pieces, current = [], ""
+    for ch in word:
+        if current and width(current + ch) > limit:
+            pieces.append(current)
+            current = ch
+        else:
+            current += ch
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+def wrap_paragraph(paragraph: str, width: Callable[[str], float], limit: float) -> list[str]:
+    """Greedy word wrap on measured width; an empty paragraph is one blank line."""
+    words = paragraph.split()
+    if not words:
+        return [""]
+    lines: list[str] = []
+    current = ""
+    for word in words:
+        candidate = f"{current} {word}" if current else word
+        if width(candidate) <= limit:
+            current = candidate
+            continue
+        if current:
+            lines.append(current)
+            current = ""
+        if width(word) <= limit:
+            current = word
+        else:
+            *full, current = _break_word(word, width, limit)
+            lines.extend(full)
+    lines.append(current)
+    return lines
+
+
+def layout_lines(text: str, settings: PageSettings = PageSettings()) -> list[str]:
+    """All lines of an already sanitized text, wrapped for the page width."""
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    def width(s: str) -> float:
+        return stringWidth(s, settings.font, settings.font_size)
+
+    lines: list[str] = []
+    for paragraph in text.split("\n"):
+        lines.extend(wrap_paragraph(paragraph, width, settings.text_width))
+    while lines and not lines[-1]:  # trailing blank lines would only add white space
+        lines.pop()
+    return lines
+
+
+def paginate(lines: list[str], settings: PageSettings) -> list[list[str]]:
+    per = settings.lines_per_page
+    return [lines[i : i + per] for i in range(0, len(lines), per)]
+
+
+def _baseline_offset(settings: PageSettings) -> float:
+    """Distance from the top of a line box to its baseline (glyphs centred in the box)."""
+    from reportlab.pdfbase.pdfmetrics import getFont
+
+    face = getFont(settings.font).face
+    ascent, descent = face.ascent / 1000.0, -face.descent / 1000.0
+    glyph = (ascent + descent) * settings.font_size
+    return (settings.leading - glyph) / 2 + ascent * settings.font_size
+
+
+def pages_to_pdf(pages: list[list[str]], settings: PageSettings) -> bytes:
+    """Draw paginated lines on full A4 pages; invariant mode makes the bytes reproducible."""
+    from reportlab.pdfgen import canvas
+
+    buf = io.BytesIO()
+    pdf = canvas.Canvas(buf, pagesize=settings.page_size, invariant=1, pageCompression=1)
+    top = settings.page_size[1] - settings.margin
+    offset = _baseline_offset(settings)
+    for page in pages:
+        pdf.setFont(settings.font, settings.font_size)
+        for i, line in enumerate(page):
+            if line:
+                pdf.drawString(settings.margin, top - i * settings.leading - offset, line)
+        pdf.showPage()
+    pdf.save()
+    return buf.getvalue()
+
+
+def text_to_pdf(text: str, settings: PageSettings = PageSettings()) -> tuple[bytes, list[list[str]], dict[str, int]]:
+    """The intermediate PDF of a text, its page lines, and the replaced characters."""
+    clean, replaced = sanitize(text)
+    pages = paginate(layout_lines(clean, settings), settings)
+    return pages_to_pdf(pages, settings), pages, replaced
+
+
+def _rasterize(pdf_bytes: bytes, pages: list[list[str]], settings: PageSettings) -> tuple[list[bytes], list[tuple[int, int]]]:
+    import pymupdf
+
+    matrix = pymupdf.Matrix(*_zoom(settings))
+    colorspace = pymupdf.csGRAY if settings.gray else pymupdf.csRGB
+    out, sizes = [], []
+    with pymupdf.open(stream=pdf_bytes, filetype="pdf") as doc:
+        for index, page in enumerate(doc):
+            clip = None
+            if settings.crop_last and index == len(pages) - 1:
+                bottom = 2 * settings.margin + len(pages[index]) * settings.leading
+                clip = pymupdf.Rect(0, 0, settings.page_size[0], min(bottom, settings.page_size[1]))
+            pix = page.get_pixmap(matrix=matrix, colorspace=colorspace, alpha=False, clip=clip)
+            out.append(pix.tobytes("png"))
+            sizes.append((pix.width, pix.height))
+    return out, sizes
+
+
+def render_pages(text: str, ppi: float = DEFAULT_PPI, settings: PageSettings | None = None) -> RenderedPages:
+    """Render ``text`` to PNG pages (empty text gives no pages)."""
+    settings = settings or PageSettings(ppi=ppi)
+    pdf_bytes, pages, replaced = text_to_pdf(text, settings)
+    if not pages:
+        return RenderedPages([], [], replaced, pdf_bytes)
+    pngs, sizes = _rasterize(pdf_bytes, pages, settings)
+    return RenderedPages(pngs, sizes, replaced, pdf_bytes)
+
+
+def page_size_px(settings: PageSettings = PageSettings()) -> tuple[int, int]:
+    """Pixel size of a full page: inches x PPI, rounded (A4 at 92.9 PPI -> 768 x 1086)."""
+    width, height = settings.page_size
+    return (round(width / POINTS_PER_INCH * settings.ppi), round(height / POINTS_PER_INCH * settings.ppi))
+
+
+def _zoom(settings: PageSettings) -> tuple[float, float]:
+    """Scale factors that map the page onto exactly ``page_size_px`` pixels.
+
+    A plain ``ppi / 72`` zoom makes MuPDF round the 768.07 x 1086.3 pixel A4 outwards to
+    769 x 1087; scaling to the rounded size instead (an anisotropy under 0.03 %) gives the
+    page size the benchmark specifies.
+    """
+    px_w, px_h = page_size_px(settings)
+    return px_w / settings.page_size[0], px_h / settings.page_size[1]
+
+
+def text_recipe_key(text: str, settings: PageSettings) -> str:
+    """Recipe prefix of a text's pages: the text hash plus the settings hash."""
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"textpages:{digest}:{settings.key()}"
+
+
+def render_text_pages(
+    store: "ImageStore",
+    text: str,
+    ppi: float = DEFAULT_PPI,
+    settings: PageSettings | None = None,
+    on_replaced: Callable[[dict[str, int]], None] | None = None,
+) -> list["ImageRef"]:
+    """Pages of ``text`` as stored images, rendered once per (text, settings).
+
+    The page count comes from the (cheap) layout; the (expensive) rasterization runs only
+    if some page is not in the store yet. ``on_replaced`` receives the replaced-character
+    counts when there are any, so the caller can report them.
+    """
+    settings = settings or PageSettings(ppi=ppi)
+    clean, replaced = sanitize(text)
+    if replaced and on_replaced is not None:
+        on_replaced(replaced)
+    n_pages = len(paginate(layout_lines(clean, settings), settings))
+    prefix = text_recipe_key(text, settings)
+    rendered: list[RenderedPages] = []
+
+    def produce(index: int) -> tuple[bytes, str]:
+        if not rendered:
+            rendered.append(render_pages(text, settings=settings))
+        return rendered[0].pages[index], "png"
+
+    return [store.cached(f"{prefix}:p{i}", lambda i=i: produce(i)) for i in range(n_pages)]

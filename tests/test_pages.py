@@ -1,0 +1,145 @@
+"""The text -> A4 page renderer (mmlbdata.media.pages), on a real Wikipedia article."""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pymupdf
+import pytest
+from PIL import Image
+
+from mmlbdata.media import pages as P
+
+
+def wiki_article(real_data: Path, title: str) -> str:
+    """One article of the WikiText-2 test file, from its ' = Title = ' line to the next."""
+    raw = (real_data / "text" / "wikitext2_raw_wiki.test.raw").read_text(encoding="utf-8")
+    lines = raw.replace("\r\n", "\n").split("\n")
+    start = lines.index(f" = {title} = ")
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith(" = ") and not lines[i].startswith(" = ="))
+    return "\n".join(lines[start:end])
+
+
+@pytest.fixture(scope="module")
+def ironclad(real_data: Path) -> str:
+    """Real article with characters outside the font (Japanese names, macrons)."""
+    return wiki_article(real_data, "Ironclad warship")
+
+
+@pytest.fixture(scope="module")
+def durenstein(real_data: Path) -> str:
+    """Real article (6,679 words, Latin-1 accents) that the font covers entirely."""
+    return wiki_article(real_data, "Battle of D\u00fcrenstein")
+
+
+def pdf_words(pdf: bytes) -> list[str]:
+    with pymupdf.open(stream=pdf, filetype="pdf") as doc:
+        return " ".join(page.get_text() for page in doc).split()
+
+
+def test_a4_at_92_9_ppi_is_768_by_1086(ironclad: str) -> None:
+    rendered = P.render_pages(ironclad)
+    assert len(rendered.pages) > 5
+    for png, size in zip(rendered.pages[:-1], rendered.sizes[:-1]):
+        assert size == (768, 1086)
+        assert Image.open(io.BytesIO(png)).size == (768, 1086)
+        assert png.startswith(b"\x89PNG")
+    last_w, last_h = rendered.sizes[-1]
+    assert last_w == 768 and last_h <= 1086
+    assert Image.open(io.BytesIO(rendered.pages[-1])).size == rendered.sizes[-1]
+
+
+def test_pdf_text_equals_input_words_in_order(durenstein: str) -> None:
+    pdf, _, replaced = P.text_to_pdf(durenstein)
+    assert replaced == {}
+    words = durenstein.split()
+    assert len(words) > 5000
+    assert pdf_words(pdf) == words
+
+
+def test_real_article_with_foreign_script_is_reported(ironclad: str) -> None:
+    pdf, _, replaced = P.text_to_pdf(ironclad)
+    assert replaced["\u014d"] == 2  # o with macron, in romanized Japanese names
+    assert sum(replaced.values()) == 5
+    clean, _ = P.sanitize(ironclad)
+    assert pdf_words(pdf) == clean.split()
+
+
+def test_two_renders_are_byte_identical(ironclad: str) -> None:
+    text = ironclad[:6000]
+    first, second = P.render_pages(text), P.render_pages(text)
+    assert first.pages == second.pages
+    assert first.pdf == second.pdf
+
+
+def test_last_page_is_cropped_to_text_plus_margin() -> None:
+    settings = P.PageSettings()
+    rendered = P.render_pages("one line\nand a second one")
+    assert len(rendered.pages) == 1
+    expected = round((2 * settings.margin + 2 * settings.leading) * 1086 / settings.page_size[1])
+    assert rendered.sizes[0] == (768, expected)
+    # the text is drawn in black near the top, the bottom margin is white
+    img = Image.open(io.BytesIO(rendered.pages[0])).convert("L")
+    assert min(img.crop((0, 0, 768, expected - 24)).get_flattened_data()) < 100
+    assert min(img.crop((0, expected - 20, 768, expected)).get_flattened_data()) == 255
+
+
+def test_page_count_and_paragraphs_kept() -> None:
+    settings = P.PageSettings()
+    per_page = settings.lines_per_page
+    assert per_page == 55  # (841.9 - 36) / 14.4
+    text = "\n".join(f"line {i}" for i in range(per_page + 3))
+    rendered = P.render_pages(text)
+    assert len(rendered.pages) == 2
+    assert rendered.sizes[0] == (768, 1086) and rendered.sizes[1][1] < 200
+    # blank lines are kept as lines, trailing ones dropped
+    assert P.layout_lines("a\n\n\nb\n\n") == ["a", "", "", "b"]
+
+
+def test_greedy_wrap_fits_and_is_greedy() -> None:
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    settings = P.PageSettings()
+    text = " ".join(f"word{i}" for i in range(400))
+    lines = P.layout_lines(text)
+    assert " ".join(lines).split() == text.split()
+    for line, nxt in zip(lines, lines[1:]):
+        assert stringWidth(line, "Helvetica", 12) <= settings.text_width
+        # greedy: the next line's first word would not have fit
+        assert stringWidth(line + " " + nxt.split()[0], "Helvetica", 12) > settings.text_width
+
+
+def test_long_word_is_broken_not_clipped() -> None:
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    word = "x" * 300
+    lines = P.layout_lines(f"start {word} end")
+    assert lines[0] == "start"
+    assert "".join(lines[1:]).replace("end", "").replace(" ", "") == word
+    assert all(stringWidth(line, "Helvetica", 12) <= P.PageSettings().text_width for line in lines)
+    assert len(lines) >= 3
+
+
+def test_unsupported_characters_replaced_visibly_and_reported() -> None:
+    text = "Du Fu (\u675c\u752b) wrote \U0001F600 poems\x07 in caf\u00e9s"
+    rendered = P.render_pages(text)
+    assert rendered.replaced == {"\u675c": 1, "\u752b": 1, "\U0001F600": 1, "\x07": 1}
+    assert len(rendered.pages) == 1
+    words = pdf_words(rendered.pdf)
+    assert words == ["Du", "Fu", "(\u00a4\u00a4)", "wrote", "\u00a4", "poems\u00a4", "in", "caf\u00e9s"]
+
+
+def test_higher_ppi_scales_pixels() -> None:
+    rendered = P.render_pages("x " * 6000, ppi=150)
+    assert rendered.sizes[0] == (1240, 1754)
+    assert P.page_size_px(P.PageSettings(ppi=300)) == (2480, 3508)
+
+
+def test_empty_text_has_no_pages() -> None:
+    assert P.render_pages("").pages == []
+    assert P.render_pages("\n \n").pages == []
+
+
+def test_settings_key_changes_with_ppi() -> None:
+    assert P.PageSettings().key() != P.PageSettings(ppi=150).key()
+    assert P.text_recipe_key("a", P.PageSettings()) != P.text_recipe_key("b", P.PageSettings())
