@@ -143,3 +143,41 @@ def test_empty_text_has_no_pages() -> None:
 def test_settings_key_changes_with_ppi() -> None:
     assert P.PageSettings().key() != P.PageSettings(ppi=150).key()
     assert P.text_recipe_key("a", P.PageSettings()) != P.text_recipe_key("b", P.PageSettings())
+
+
+def test_planned_sizes_match_rasterized(durenstein: str) -> None:
+    layout = P.layout_text(durenstein[:30000])
+    rendered = P.render_pages(durenstein[:30000])
+    assert layout.sizes == rendered.sizes
+    assert sum(layout.words_per_page()) == len(durenstein[:30000].split())
+    layout150 = P.layout_text("a few words\n" * 80, ppi=150)
+    assert layout150.sizes == P.render_pages("a few words\n" * 80, ppi=150).sizes
+
+
+def test_render_text_pages_caches_in_store(tmp_path: Path, durenstein: str) -> None:
+    from mmlbdata.store import ImageStore
+
+    store = ImageStore(tmp_path / "store")
+    text = durenstein[:12000]
+    refs = P.render_text_pages(store, text)
+    direct = P.render_pages(text)
+    assert [Path(r.path).read_bytes() for r in refs] == direct.pages
+    assert [(r.width, r.height) for r in refs] == direct.sizes
+    # second call: no rendering at all (the recipes answer), same files
+    calls = []
+    original = P._rasterize
+    P._rasterize = lambda *a, **k: calls.append(1) or original(*a, **k)
+    try:
+        again = P.render_text_pages(store, text)
+        only_last = P.render_text_pages(store, text, which=[len(refs) - 1])
+    finally:
+        P._rasterize = original
+    assert again == refs and only_last == [refs[-1]] and calls == []
+    # a page subset of a new text rasterizes just those pages; 150 PPI is another recipe
+    sub = P.render_text_pages(store, text + " more", which=[0])
+    assert len(sub) == 1 and (sub[0].width, sub[0].height) == (768, 1086)
+    hi = P.render_text_pages(store, text, ppi=150, which=[0])
+    assert (hi[0].width, hi[0].height) == (1240, 1754)
+    reported = []
+    P.render_text_pages(store, "caf\u00e9 \u4e2d", on_replaced=reported.append)
+    assert reported == [{"\u4e2d": 1}]

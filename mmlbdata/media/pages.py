@@ -22,7 +22,7 @@ import hashlib
 import io
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     from mmlbdata.store import ImageRef, ImageStore
@@ -204,19 +204,40 @@ def text_to_pdf(text: str, settings: PageSettings = PageSettings()) -> tuple[byt
     return pages_to_pdf(pages, settings), pages, replaced
 
 
-def _rasterize(pdf_bytes: bytes, pages: list[list[str]], settings: PageSettings) -> tuple[list[bytes], list[tuple[int, int]]]:
+def _last_page_height_px(lines: int, settings: PageSettings) -> int:
+    """Pixel height of a cropped last page holding ``lines`` lines (text plus both margins)."""
+    bottom = min(2 * settings.margin + lines * settings.leading, settings.page_size[1])
+    return round(bottom * _zoom(settings)[1])
+
+
+def planned_sizes(pages: list[list[str]], settings: PageSettings) -> list[tuple[int, int]]:
+    """Pixel sizes the pages will have, known from the layout alone (before rasterizing).
+
+    Lets a builder count image tokens and pack pages to a budget, then rasterize only the
+    pages it keeps.
+    """
+    full = page_size_px(settings)
+    sizes = [full] * len(pages)
+    if pages and settings.crop_last:
+        sizes[-1] = (full[0], _last_page_height_px(len(pages[-1]), settings))
+    return sizes
+
+
+def _rasterize(pdf_bytes: bytes, pages: list[list[str]], settings: PageSettings,
+               which: Sequence[int] | None = None) -> tuple[list[bytes], list[tuple[int, int]]]:
     import pymupdf
 
-    matrix = pymupdf.Matrix(*_zoom(settings))
+    zoom_x, zoom_y = _zoom(settings)
+    matrix = pymupdf.Matrix(zoom_x, zoom_y)
     colorspace = pymupdf.csGRAY if settings.gray else pymupdf.csRGB
     out, sizes = [], []
     with pymupdf.open(stream=pdf_bytes, filetype="pdf") as doc:
-        for index, page in enumerate(doc):
+        for index in range(len(pages)) if which is None else which:
             clip = None
             if settings.crop_last and index == len(pages) - 1:
-                bottom = 2 * settings.margin + len(pages[index]) * settings.leading
-                clip = pymupdf.Rect(0, 0, settings.page_size[0], min(bottom, settings.page_size[1]))
-            pix = page.get_pixmap(matrix=matrix, colorspace=colorspace, alpha=False, clip=clip)
+                height = _last_page_height_px(len(pages[index]), settings)
+                clip = pymupdf.Rect(0, 0, settings.page_size[0], height / zoom_y)
+            pix = doc[index].get_pixmap(matrix=matrix, colorspace=colorspace, alpha=False, clip=clip)
             out.append(pix.tobytes("png"))
             sizes.append((pix.width, pix.height))
     return out, sizes
@@ -255,30 +276,60 @@ def text_recipe_key(text: str, settings: PageSettings) -> str:
     return f"textpages:{digest}:{settings.key()}"
 
 
+@dataclass
+class TextLayout:
+    """A text laid out in pages, not yet rasterized: enough to count tokens and pack."""
+
+    text: str
+    settings: PageSettings
+    pages: list[list[str]]
+    sizes: list[tuple[int, int]]
+    replaced: dict[str, int]
+
+    def __len__(self) -> int:
+        return len(self.pages)
+
+    def words_per_page(self) -> list[int]:
+        """Whitespace-separated words on each page (a word broken over lines counts per piece)."""
+        return [sum(len(line.split()) for line in page) for page in self.pages]
+
+
+def layout_text(text: str, settings: PageSettings | None = None, ppi: float = DEFAULT_PPI) -> TextLayout:
+    """Lay out ``text`` (sanitized) into pages and their pixel sizes, without rasterizing."""
+    settings = settings or PageSettings(ppi=ppi)
+    clean, replaced = sanitize(text)
+    pages = paginate(layout_lines(clean, settings), settings)
+    return TextLayout(text, settings, pages, planned_sizes(pages, settings), replaced)
+
+
 def render_text_pages(
     store: "ImageStore",
     text: str,
     ppi: float = DEFAULT_PPI,
     settings: PageSettings | None = None,
     on_replaced: Callable[[dict[str, int]], None] | None = None,
+    which: Sequence[int] | None = None,
+    layout: TextLayout | None = None,
 ) -> list["ImageRef"]:
-    """Pages of ``text`` as stored images, rendered once per (text, settings).
+    """Pages of ``text`` as stored images, each rendered once per (text, settings, page).
 
-    The page count comes from the (cheap) layout; the (expensive) rasterization runs only
-    if some page is not in the store yet. ``on_replaced`` receives the replaced-character
-    counts when there are any, so the caller can report them.
+    ``which`` selects page indices (default: all), so a builder that packed a few pages of
+    a long context rasterizes only those. A page already in the store (same recipe key) is
+    not rendered again; the PDF is made only if some page is missing. ``on_replaced``
+    receives the replaced-character counts when there are any, so the caller can report them.
     """
-    settings = settings or PageSettings(ppi=ppi)
-    clean, replaced = sanitize(text)
-    if replaced and on_replaced is not None:
-        on_replaced(replaced)
-    n_pages = len(paginate(layout_lines(clean, settings), settings))
+    layout = layout or layout_text(text, settings, ppi)
+    settings = layout.settings
+    if layout.replaced and on_replaced is not None:
+        on_replaced(layout.replaced)
+    indices = list(range(len(layout.pages)) if which is None else which)
     prefix = text_recipe_key(text, settings)
-    rendered: list[RenderedPages] = []
+    pdf: list[bytes] = []
 
     def produce(index: int) -> tuple[bytes, str]:
-        if not rendered:
-            rendered.append(render_pages(text, settings=settings))
-        return rendered[0].pages[index], "png"
+        if not pdf:
+            pdf.append(pages_to_pdf(layout.pages, settings))
+        pngs, _ = _rasterize(pdf[0], layout.pages, settings, [index])
+        return pngs[0], "png"
 
-    return [store.cached(f"{prefix}:p{i}", lambda i=i: produce(i)) for i in range(n_pages)]
+    return [store.cached(f"{prefix}:p{i}", lambda i=i: produce(i)) for i in indices]
