@@ -392,11 +392,13 @@ class ReadBench(MMLBBuilder):
         yield from self._capped(makers[kind]())
 
     def example(self, *, id: str, before: str, pages: list, after: str, question: str, answers: Sequence[str],
-                meta: dict, num_tokens: Optional[int] = None) -> dict:
+                meta: dict, context: str, num_tokens: Optional[int] = None) -> dict:
+        """One row; ``meta.context`` keeps the rendered text so a text-only run can put it back
+        where the ``<image>`` run stands (ReadBench compares the two)."""
         prompt = with_pages(before, len(pages), after)
         if num_tokens is None:
             num_tokens = self.counter.example(prompt, pages)
-        meta = {"ppi": self.settings.ppi, "num_pages": len(pages), **meta}
+        meta = {"ppi": self.settings.ppi, "num_pages": len(pages), "context": context, **meta}
         return make_example(id=id, dataset=self.config.dataset, length=self.length or 0, num_tokens=num_tokens,
                             prompt=prompt, images=pages, question=question, answers=answers,
                             metric=self.config.metric, meta=meta)
@@ -418,8 +420,10 @@ class ReadBench(MMLBBuilder):
                 options, answer, order = shuffle_gpqa(record)
                 extra = {"option_order": order}
             before, after = mc_prompt_parts(record)
-            pages = self.render(options_text(options), where=record.id)
+            context = options_text(options)
+            pages = self.render(context, where=record.id)
             yield self.example(id=record.id, before=before, pages=pages, after=after, question=record.question,
+                               context=context,
                                answers=[answer], meta={"source": record.source, "category": record.category,
                                                        "options": list(options), **extra,
                                                        **{k: v for k, v in record.extra.items() if v is not None}})
@@ -435,6 +439,7 @@ class ReadBench(MMLBBuilder):
             before, after = babilong_prompt_parts(task, record.question)
             pages = self.render(record.input, where=record.id)
             yield self.example(id=record.id, before=before, pages=pages, after=after, question=record.question,
+                               context=record.input,
                                answers=[record.target], meta={"task": task, "length_bin": length,
                                                               "index": record.index})
 
@@ -512,6 +517,7 @@ class ReadBench(MMLBBuilder):
             before, after = longbench_prompt_parts(subset, record.input)
             pages = self.render(record.context, where=record.id)
             yield self.example(id=record.id, before=before, pages=pages, after=after, question=record.input,
+                               context=record.context,
                                answers=list(record.answers),
                                meta={"subset": subset, "length_bin": label, "words": record.length,
                                      "all_classes": list(record.all_classes or [])})
@@ -557,7 +563,9 @@ class ReadBench(MMLBBuilder):
         """The example of the packed pages; only the kept pages are rasterized."""
         kept = sorted(packed.items)
         pages = self.render(layout.text, layout=layout, which=kept, where=id)
+        context = "\n".join(line for i in kept for line in layout.pages[i])  # the kept text, as laid out
         return self.example(id=f"{id}_{self.config.name.rsplit('_', 1)[-1]}", before=before, pages=pages,
                             after=after, question=question, answers=answers, num_tokens=packed.num_tokens,
+                            context=context,
                             meta={**meta, "source_pages": len(layout), "kept_pages": kept,
                                   "next_num_tokens": packed.next_num_tokens})

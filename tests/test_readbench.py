@@ -238,7 +238,9 @@ def test_mmlu_pro_samples_35_per_category_with_random_42(sources, store, counter
         "The following are multiple-choice questions about math. The possible answers are listed in the attached "
         f"image.\n\nQuestion: {row['question']}\nOptions:\n<image>Think step by step and then output the answer "
         'in the format "The answer is (X)" at the end, where X is the letter associated with the correct answer.')
-    assert json.loads(row["meta"])["options"][0] == f"option 0 of {i}"
+    meta = json.loads(row["meta"])
+    assert meta["options"][0] == f"option 0 of {i}"
+    assert meta["context"] == "\n".join(f"{'ABCDEFGHIJ'[j]}. option {j} of {i}" for j in range(10))
 
 
 def test_options_image_text_is_one_option_per_line() -> None:
@@ -288,6 +290,8 @@ def test_babilong_original_renders_the_input(sources, store, counter) -> None:
     assert len(row["images"]) == 3  # 2,500 words of unbroken prose: ~1,000 words a page
     meta = json.loads(row["meta"])
     assert meta["task"] == "qa1" and meta["length_bin"] == "4k" and meta["ppi"] == 92.9
+    source = json.loads((sources["babilong"] / "data/qa1/4k.json").read_text())[0]["input"]
+    assert meta["context"] == source
 
 
 def test_ppi_variant_config(sources, store, counter) -> None:
@@ -315,6 +319,7 @@ def test_std_babilong_keeps_fact_pages_within_budget(sources, store, counter) ->
     layout = layout_text(json.loads((sources["babilong"] / "data/qa1/16k.json").read_text())[0]["input"])
     kept_text = " ".join(" ".join(layout.pages[i]) for i in kept)
     assert all(fact in kept_text for fact in FACTS)
+    assert meta["context"].split() == kept_text.split()
 
 
 def test_fact_location_helpers() -> None:
@@ -373,3 +378,36 @@ def test_config_names_registered() -> None:
                  "readbench_babilong_qa10_0k", "readbench_longbench_hotpotqa_e", "readbench_longbench_narrativeqa",
                  "readbench_mmlu_pro_150ppi", "readbench_std_babilong_qa1_128k", "readbench_std_longbench_2wikimqa_e_8k"):
         assert name in names, name
+
+
+def test_hub_mode_asks_datasets_for_the_right_configs(monkeypatch) -> None:
+    """Without a local folder the readers go through datasets.load_dataset (faked here: no network)."""
+    calls = []
+
+    def fake_hub_rows(repo, name, split, **kwargs):
+        calls.append((repo, name, split, kwargs))
+        row = {"input": "ctx", "question": "q?", "target": "t", "context": "c " * 600, "answers": ["a"],
+               "length": 600, "_id": "x", "Question": "Q", "Correct Answer": "r", "Incorrect Answer 1": "w1",
+               "Incorrect Answer 2": "w2", "Incorrect Answer 3": "w3", "Record ID": "recX",
+               "question_id": 1, "options": ["o1", "o2"], "answer": "B", "category": "math", "choices": ["c1", "c2"]}
+        if "redux" in repo:
+            row["answer"] = 1  # MMLU-Redux answers are indices
+        yield from enumerate([row])
+
+    monkeypatch.setattr(src, "hub_rows", fake_hub_rows)
+    report = BuildReport()
+    assert len(list(src.read_mmlu_pro(None, report))) == 1
+    assert len(list(src.read_gpqa(None, report))) == 1
+    assert len(list(src.read_babilong(None, report, "qa2", "1k"))) == 1
+    assert len(list(src.read_longbench(None, report, "triviaqa_e"))) == 1
+    redux = list(src.read_mmlu_redux(None, report))
+    assert len(redux) == 57 and redux[0].category == "abstract_algebra"
+    assert calls[:4] == [
+        ("TIGER-Lab/MMLU-Pro", None, "test", {}),
+        ("Idavidrein/gpqa", "gpqa_diamond", "train", {}),
+        ("RMT-team/babilong", "1k", "qa2", {}),
+        ("THUDM/LongBench", None, "test", {"revision": "refs/convert/parquet",
+                                           "data_files": {"test": "triviaqa_e/test/*.parquet"}}),
+    ]
+    assert calls[4] == ("edinburgh-dawg/mmlu-redux-2.0", "abstract_algebra", "test", {})
+    assert report.num_skipped == 0

@@ -70,7 +70,7 @@ MMLU_SUBJECTS = (
     "public_relations", "security_studies", "sociology", "us_foreign_policy", "virology", "world_religions",
 )
 BABILONG_TASKS = tuple(f"qa{i}" for i in range(1, 11))
-BABILONG_LENGTHS = ("0k", "1k", "2k", "4k", "8k", "16k", "32k", "64k", "128k")
+BABILONG_LENGTHS = ("0k", "1k", "2k", "4k", "8k", "16k", "32k", "64k", "128k", "256k", "512k")
 LONGBENCH_SUBSETS = ("2wikimqa_e", "hotpotqa_e", "triviaqa_e", "narrativeqa")
 
 
