@@ -57,12 +57,25 @@ def test_pdf_text_equals_input_words_in_order(durenstein: str) -> None:
     assert pdf_words(pdf) == words
 
 
-def test_real_article_with_foreign_script_is_reported(ironclad: str) -> None:
+def test_real_article_with_foreign_script_uses_the_fallback_font(ironclad: str) -> None:
+    """Japanese names and macrons are outside Helvetica: drawn with the fallback, read back intact."""
+    assert any(not P._in_main_font(ch) for ch in ironclad)
     pdf, _, replaced = P.text_to_pdf(ironclad)
+    assert replaced == {}
+    assert pdf_words(pdf) == ironclad.split()
+    with pymupdf.open(stream=pdf, filetype="pdf") as doc:
+        fonts = {font[3] for page in doc for font in page.get_fonts()}
+    assert any("Helvetica" in f for f in fonts) and any("Droid-Sans-Fallback" in f for f in fonts)
+
+
+def test_without_fallback_foreign_script_is_replaced_and_reported(ironclad: str) -> None:
+    settings = P.PageSettings(fallback=False)
+    pdf, _, replaced = P.text_to_pdf(ironclad, settings)
     assert replaced["\u014d"] == 2  # o with macron, in romanized Japanese names
     assert sum(replaced.values()) == 5
-    clean, _ = P.sanitize(ironclad)
+    clean, _ = P.sanitize(ironclad, settings)
     assert pdf_words(pdf) == clean.split()
+    assert settings.key() != P.PageSettings().key()
 
 
 def test_two_renders_are_byte_identical(ironclad: str) -> None:
@@ -121,12 +134,30 @@ def test_long_word_is_broken_not_clipped() -> None:
 
 
 def test_unsupported_characters_replaced_visibly_and_reported() -> None:
-    text = "Du Fu (\u675c\u752b) wrote \U0001F600 poems\x07 in caf\u00e9s"
+    text = "Du Fu (\u675c\u752b) wrote \U0001F600 poems\x07 in caf\u00e9s: \u03c0r\u00b2 \u2264 \u221a2"
     rendered = P.render_pages(text)
-    assert rendered.replaced == {"\u675c": 1, "\u752b": 1, "\U0001F600": 1, "\x07": 1}
+    assert rendered.replaced == {"\U0001F600": 1, "\x07": 1}  # no font has them
     assert len(rendered.pages) == 1
     words = pdf_words(rendered.pdf)
-    assert words == ["Du", "Fu", "(\u00a4\u00a4)", "wrote", "\u00a4", "poems\u00a4", "in", "caf\u00e9s"]
+    assert words == ["Du", "Fu", "(\u675c\u752b)", "wrote", "\u00a4", "poems\u00a4", "in", "caf\u00e9s:",
+                     "\u03c0r\u00b2", "\u2264", "\u221a2"]
+    # without the fallback font, CJK and maths are replaced too
+    bare = P.render_pages(text, settings=P.PageSettings(fallback=False))
+    assert set(bare.replaced) == {"\u675c", "\u752b", "\U0001F600", "\x07", "\u03c0", "\u2264", "\u221a"}
+
+
+def test_mixed_font_line_wraps_on_measured_width() -> None:
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    settings = P.PageSettings()
+    text = " ".join("\u03b1\u03b2\u03b3-word\u4e2d" for _ in range(200))
+    lines = P.layout_lines(text)
+    for line in lines:
+        assert P.text_width(line, settings) <= settings.text_width
+    runs = P.font_runs("ab\u03b1c", settings)
+    assert runs == [("Helvetica", "ab"), (P.FALLBACK_FONT, "\u03b1"), ("Helvetica", "c")]
+    assert P.text_width("ab\u03b1c", settings) == pytest.approx(
+        stringWidth("abc", "Helvetica", 12) + stringWidth("\u03b1", P.FALLBACK_FONT, 12))
 
 
 def test_higher_ppi_scales_pixels() -> None:
@@ -179,5 +210,5 @@ def test_render_text_pages_caches_in_store(tmp_path: Path, durenstein: str) -> N
     hi = P.render_text_pages(store, text, ppi=150, which=[0])
     assert (hi[0].width, hi[0].height) == (1240, 1754)
     reported = []
-    P.render_text_pages(store, "caf\u00e9 \u4e2d", on_replaced=reported.append)
-    assert reported == [{"\u4e2d": 1}]
+    P.render_text_pages(store, "caf\u00e9 \u4e2d \U0001F600", on_replaced=reported.append)
+    assert reported == [{"\U0001F600": 1}]

@@ -11,10 +11,12 @@ The output is deterministic: the PDF is written in reportlab's invariant mode an
 encoding has no timestamps, so the same text and settings give the same bytes, which lets
 the image store deduplicate renders by a recipe key.
 
-Characters the standard Helvetica font cannot show (anything outside Windows-1252: CJK,
-emoji, most symbols) and control characters are replaced by a visible marker and counted in
-``RenderedPages.replaced`` so a builder can report them instead of crashing or silently
-dropping text.
+Helvetica, a standard PDF font, covers Windows-1252 only. Other characters (Greek, maths,
+Latin Extended, CJK ...) are drawn with a fallback font, Droid Sans Fallback, the TrueType font
+that ships inside PyMuPDF (so every machine with the same PyMuPDF renders the same bytes; its
+hash is part of the settings key). What neither font has (emoji, control characters) is replaced
+by a visible marker and counted in ``RenderedPages.replaced`` so a builder can report it instead
+of crashing or silently dropping text.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import hashlib
 import io
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Callable, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -31,7 +34,7 @@ DEFAULT_PPI = 92.9
 POINTS_PER_INCH = 72.0
 A4_POINTS = (595.2755905511812, 841.8897637795277)  # 210 x 297 mm, as reportlab defines A4
 REPLACEMENT = "\u00a4"  # the currency sign: in the font, visible, and rare in real text
-RENDERER_VERSION = "1"  # bump when the output bytes change for the same settings
+RENDERER_VERSION = "2"  # bump when the output bytes change for the same settings
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ class PageSettings:
     page_size: tuple[float, float] = A4_POINTS
     crop_last: bool = True
     gray: bool = True  # black text on white: 8-bit gray PNGs are 2.4x smaller than RGB, same pixels
+    fallback: bool = True  # draw characters Helvetica lacks with PyMuPDF's Droid Sans Fallback
 
     @property
     def margin(self) -> float:
@@ -67,6 +71,8 @@ class PageSettings:
     def key(self) -> str:
         """Short stable string of the settings, for recipe keys."""
         raw = repr(sorted(asdict(self).items())) + RENDERER_VERSION
+        if self.fallback:
+            raw += _fallback_font()[1]
         return hashlib.sha256(raw.encode()).hexdigest()[:12]
 
 
@@ -80,9 +86,26 @@ class RenderedPages:
     pdf: bytes = b""
 
 
-def _supported(ch: str) -> bool:
+FALLBACK_FONT = "MMLBFallback"
+
+
+@lru_cache(maxsize=1)
+def _fallback_font() -> tuple[frozenset[int], str]:
+    """Register PyMuPDF's built-in Droid Sans Fallback with reportlab: (its code points, sha256)."""
+    import pymupdf
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.ttfonts import TTFont
+
+    data = pymupdf.Font("cjk").buffer
+    font = TTFont(FALLBACK_FONT, io.BytesIO(data))
+    pdfmetrics.registerFont(font)
+    return frozenset(font.face.charToGlyph), hashlib.sha256(data).hexdigest()
+
+
+@lru_cache(maxsize=4096)
+def _in_main_font(ch: str) -> bool:
     """True if the standard font can draw ``ch`` (Windows-1252, printable)."""
-    if ch in "\n\t ":
+    if ch in "\n ":
         return True
     if not ch.isprintable() and ch != "\u00a0":
         return False
@@ -93,22 +116,59 @@ def _supported(ch: str) -> bool:
     return True
 
 
-def sanitize(text: str) -> tuple[str, dict[str, int]]:
-    """Normalize newlines and tabs; replace what the font lacks with ``REPLACEMENT``.
+def _drawable(ch: str, settings: PageSettings) -> bool:
+    if _in_main_font(ch):
+        return True
+    return settings.fallback and ch.isprintable() and ord(ch) in _fallback_font()[0]
+
+
+def sanitize(text: str, settings: PageSettings | None = None) -> tuple[str, dict[str, int]]:
+    """Normalize newlines and tabs; replace what no font has with ``REPLACEMENT``.
 
     Returns the cleaned text and a count per replaced character, so callers can report
-    e.g. ``{'中': 3}``.
+    e.g. ``{'\U0001F600': 3}``.
     """
+    settings = settings or PageSettings()
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\t", " ")
+    try:
+        text.encode("cp1252")
+        if text.replace("\n", "").isprintable():
+            return text, {}  # the common case: nothing to look at character by character
+    except UnicodeEncodeError:
+        pass
     replaced: Counter[str] = Counter()
     out = []
     for ch in text:
-        if _supported(ch):
+        if _drawable(ch, settings):
             out.append(ch)
         else:
             replaced[ch] += 1
             out.append(REPLACEMENT)
     return "".join(out), dict(replaced)
+
+
+def font_runs(s: str, settings: PageSettings) -> list[tuple[str, str]]:
+    """(font name, text) runs of a sanitized string: Helvetica, or the fallback where needed."""
+    try:
+        s.encode("cp1252")
+        return [(settings.font, s)]
+    except UnicodeEncodeError:
+        pass
+    runs: list[tuple[str, str]] = []
+    for ch in s:
+        font = settings.font if _in_main_font(ch) else FALLBACK_FONT
+        if runs and runs[-1][0] == font:
+            runs[-1] = (font, runs[-1][1] + ch)
+        else:
+            runs.append((font, ch))
+    return runs
+
+
+def text_width(s: str, settings: PageSettings) -> float:
+    """Width in points of a sanitized string, each run measured in its own font."""
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    return sum(stringWidth(run, font, settings.font_size) for font, run in font_runs(s, settings))
 
 
 def _break_word(word: str, width: Callable[[str], float], limit: float) -> list[str]:
@@ -151,10 +211,8 @@ def wrap_paragraph(paragraph: str, width: Callable[[str], float], limit: float) 
 
 def layout_lines(text: str, settings: PageSettings = PageSettings()) -> list[str]:
     """All lines of an already sanitized text, wrapped for the page width."""
-    from reportlab.pdfbase.pdfmetrics import stringWidth
-
     def width(s: str) -> float:
-        return stringWidth(s, settings.font, settings.font_size)
+        return text_width(s, settings)
 
     lines: list[str] = []
     for paragraph in text.split("\n"):
@@ -181,6 +239,7 @@ def _baseline_offset(settings: PageSettings) -> float:
 
 def pages_to_pdf(pages: list[list[str]], settings: PageSettings) -> bytes:
     """Draw paginated lines on full A4 pages; invariant mode makes the bytes reproducible."""
+    from reportlab.pdfbase.pdfmetrics import stringWidth
     from reportlab.pdfgen import canvas
 
     buf = io.BytesIO()
@@ -188,10 +247,12 @@ def pages_to_pdf(pages: list[list[str]], settings: PageSettings) -> bytes:
     top = settings.page_size[1] - settings.margin
     offset = _baseline_offset(settings)
     for page in pages:
-        pdf.setFont(settings.font, settings.font_size)
         for i, line in enumerate(page):
-            if line:
-                pdf.drawString(settings.margin, top - i * settings.leading - offset, line)
+            x, y = settings.margin, top - i * settings.leading - offset
+            for font, run in font_runs(line, settings):
+                pdf.setFont(font, settings.font_size)
+                pdf.drawString(x, y, run)
+                x += stringWidth(run, font, settings.font_size)
         pdf.showPage()
     pdf.save()
     return buf.getvalue()
@@ -199,7 +260,7 @@ def pages_to_pdf(pages: list[list[str]], settings: PageSettings) -> bytes:
 
 def text_to_pdf(text: str, settings: PageSettings = PageSettings()) -> tuple[bytes, list[list[str]], dict[str, int]]:
     """The intermediate PDF of a text, its page lines, and the replaced characters."""
-    clean, replaced = sanitize(text)
+    clean, replaced = sanitize(text, settings)
     pages = paginate(layout_lines(clean, settings), settings)
     return pages_to_pdf(pages, settings), pages, replaced
 
@@ -297,7 +358,7 @@ class TextLayout:
 def layout_text(text: str, settings: PageSettings | None = None, ppi: float = DEFAULT_PPI) -> TextLayout:
     """Lay out ``text`` (sanitized) into pages and their pixel sizes, without rasterizing."""
     settings = settings or PageSettings(ppi=ppi)
-    clean, replaced = sanitize(text)
+    clean, replaced = sanitize(text, settings)
     pages = paginate(layout_lines(clean, settings), settings)
     return TextLayout(text, settings, pages, planned_sizes(pages, settings), replaced)
 
