@@ -186,33 +186,42 @@ def _break_word(word: str, width: Callable[[str], float], limit: float) -> list[
 
 
 def wrap_paragraph(paragraph: str, width: Callable[[str], float], limit: float) -> list[str]:
-    """Greedy word wrap on measured width; an empty paragraph is one blank line."""
+    """Greedy word wrap on measured width; an empty paragraph is one blank line.
+
+    Widths are additive (the fonts have no kerning here), so a line's width is kept as a running
+    sum of word and space widths instead of re-measuring the whole line for every word.
+    """
     words = paragraph.split()
     if not words:
         return [""]
+    space = width(" ")
     lines: list[str] = []
-    current = ""
+    current, current_w = "", 0.0
     for word in words:
-        candidate = f"{current} {word}" if current else word
-        if width(candidate) <= limit:
-            current = candidate
+        word_w = width(word)
+        if current and current_w + space + word_w <= limit:
+            current, current_w = f"{current} {word}", current_w + space + word_w
             continue
         if current:
             lines.append(current)
-            current = ""
-        if width(word) <= limit:
-            current = word
+        if word_w <= limit:
+            current, current_w = word, word_w
         else:
             *full, current = _break_word(word, width, limit)
             lines.extend(full)
+            current_w = width(current)
     lines.append(current)
     return lines
 
 
 def layout_lines(text: str, settings: PageSettings = PageSettings()) -> list[str]:
     """All lines of an already sanitized text, wrapped for the page width."""
+    cache: dict[str, float] = {}
+
     def width(s: str) -> float:
-        return text_width(s, settings)
+        if s not in cache:
+            cache[s] = text_width(s, settings)
+        return cache[s]
 
     lines: list[str] = []
     for paragraph in text.split("\n"):
@@ -385,12 +394,12 @@ def render_text_pages(
         on_replaced(layout.replaced)
     indices = list(range(len(layout.pages)) if which is None else which)
     prefix = text_recipe_key(text, settings)
-    pdf: list[bytes] = []
+    made: dict[int, bytes] = {}
 
     def produce(index: int) -> tuple[bytes, str]:
-        if not pdf:
-            pdf.append(pages_to_pdf(layout.pages, settings))
-        pngs, _ = _rasterize(pdf[0], layout.pages, settings, [index])
-        return pngs[0], "png"
+        if not made:  # first missing page: rasterize every requested page in one pass
+            pngs, _ = _rasterize(pages_to_pdf(layout.pages, settings), layout.pages, settings, indices)
+            made.update(zip(indices, pngs))
+        return made[index], "png"
 
     return [store.cached(f"{prefix}:p{i}", lambda i=i: produce(i)) for i in indices]
