@@ -478,8 +478,8 @@ class ReadBench(MMLBBuilder):
                 self.report.skip(where, record.index, f"{self.config.name}: the pages holding the facts do not fit ({err})")
                 return None
             if not packed.exhausted:
-                meta = {"task": record.task, "source_length": candidate.length, "index": record.index,
-                        "fact_pages": fact_pages}
+                meta = {"task": record.task, "length_bin": self.config.name.rsplit("_", 1)[-1],
+                        "source_length": candidate.length, "index": record.index, "fact_pages": fact_pages}
                 return self.packed_example(record.id, layout, before, after, record.question, [record.target],
                                            packed, meta)
             candidate = self.babilong_at(record, longer[len(tried) - 1]) if len(tried) <= len(longer) else None
@@ -538,8 +538,8 @@ class ReadBench(MMLBBuilder):
                 short += 1
                 continue
             yield self.packed_example(record.id, layout, before, after, record.input, list(record.answers), packed,
-                                      {"subset": subset, "words": record.length,
-                                       "all_classes": list(record.all_classes or [])})
+                                      {"subset": subset, "length_bin": self.config.name.rsplit("_", 1)[-1],
+                                       "words": record.length, "all_classes": list(record.all_classes or [])})
             made += 1
         if short:
             self.report.note(f"{self.config.name}: {short} LongBench context(s) too short to reach "

@@ -307,7 +307,7 @@ def test_std_babilong_keeps_fact_pages_within_budget(sources, store, counter) ->
     assert len(rows) == 1
     row, meta = rows[0], json.loads(rows[0]["meta"])
     assert row["length"] == 8192 and row["id"] == "babilong_qa1_8k_0_8k"
-    assert meta["source_length"] == "16k"
+    assert meta["source_length"] == "16k" and meta["length_bin"] == "8k" and meta["task"] == "qa1"
     assert row["num_tokens"] <= 8192 < meta["next_num_tokens"]
     assert row["num_tokens"] == counter.example(row["prompt"], row["images"])
     assert meta["source_pages"] > len(meta["kept_pages"]) == len(row["images"])
@@ -356,6 +356,7 @@ def test_std_longbench_truncates_the_middle(sources, store, counter) -> None:
         meta = json.loads(row["meta"])
         assert row["num_tokens"] <= 8192 < meta["next_num_tokens"]
         assert row["num_tokens"] == counter.example(row["prompt"], row["images"])
+        assert meta["subset"] == "hotpotqa_e" and meta["length_bin"] == "8k"
         kept, n = meta["kept_pages"], meta["source_pages"]
         assert kept[0] == 0 and kept[-1] == n - 1 and len(kept) < n  # head and tail kept
 
