@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional, Sequence
 
@@ -372,9 +372,9 @@ class ReadBench(MMLBBuilder):
     def render(self, text: str, layout: Optional[TextLayout] = None, which: Optional[Sequence[int]] = None,
                where: str = "") -> list:
         def on_replaced(replaced: dict[str, int]) -> None:
-            shown = ", ".join(f"U+{ord(c):04X} x{n}" for c, n in sorted(replaced.items())[:8])
-            self.report.note(f"{self.config.name}: {where}: {sum(replaced.values())} character(s) the font "
-                             f"lacks were drawn as \u00a4 ({shown})")
+            tally = self.__dict__.setdefault("_replaced", {"records": [], "chars": Counter()})
+            tally["records"].append(where)
+            tally["chars"].update(replaced)
 
         return render_text_pages(self.store, text, settings=self.settings, layout=layout, which=which,
                                  on_replaced=on_replaced)
@@ -389,7 +389,20 @@ class ReadBench(MMLBBuilder):
         kind = self.option("kind")
         makers = {"mc": self.generate_mc, "babilong": self.generate_babilong, "longbench": self.generate_longbench,
                   "std_babilong": self.generate_std_babilong, "std_longbench": self.generate_std_longbench}
-        yield from self._capped(makers[kind]())
+        try:
+            yield from self._capped(makers[kind]())
+        finally:
+            self.report_replaced()
+
+    def report_replaced(self) -> None:
+        """One note for the whole build: which records had characters no font draws (shown as \u00a4)."""
+        tally = self.__dict__.pop("_replaced", None)
+        if not tally:
+            return
+        records, chars = tally["records"], tally["chars"]
+        shown = ", ".join(f"U+{ord(c):04X} x{n}" for c, n in chars.most_common(8))
+        self.report.note(f"{self.config.name}: {len(records)} record(s) have {sum(chars.values())} character(s) "
+                         f"no font draws, shown as \u00a4 ({shown}); first: {', '.join(records[:5])}")
 
     def example(self, *, id: str, before: str, pages: list, after: str, question: str, answers: Sequence[str],
                 meta: dict, context: str, num_tokens: Optional[int] = None) -> dict:

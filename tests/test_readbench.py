@@ -412,3 +412,16 @@ def test_hub_mode_asks_datasets_for_the_right_configs(monkeypatch) -> None:
     ]
     assert calls[4] == ("edinburgh-dawg/mmlu-redux-2.0", "abstract_algebra", "test", {})
     assert report.num_skipped == 0
+
+
+def test_characters_no_font_draws_are_reported_once(tmp_path: Path, store, counter) -> None:
+    task = tmp_path / "data" / "qa1"
+    task.mkdir(parents=True)
+    rows = [{"input": f"Mary went to the kitchen \U0001F600 {i}. \u4e2d\u6587", "question": "Where is Mary?",
+             "target": "kitchen"} for i in range(3)]
+    (task / "1k.json").write_text(json.dumps(rows))
+    built, report = build("readbench_babilong_qa1_1k", {"babilong": tmp_path}, store, counter)
+    assert len(built) == 3 and report.num_skipped == 0
+    assert len(report.notes) == 1
+    assert "3 record(s) have 3 character(s) no font draws" in report.notes[0] and "U+1F600 x3" in report.notes[0]
+    assert json.loads(built[0]["meta"])["context"] == rows[0]["input"]  # the text keeps the original
