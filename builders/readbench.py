@@ -372,8 +372,9 @@ class ReadBench(MMLBBuilder):
     def render(self, text: str, layout: Optional[TextLayout] = None, which: Optional[Sequence[int]] = None,
                where: str = "") -> list:
         def on_replaced(replaced: dict[str, int]) -> None:
-            tally = self.__dict__.setdefault("_replaced", {"records": [], "chars": Counter()})
-            tally["records"].append(where)
+            tally = self.__dict__.setdefault("_replaced", {"count": 0, "first": [], "chars": Counter()})
+            tally["count"] += 1
+            tally["first"] = (tally["first"] + [where])[:5]  # bounded memory on dirty sources
             tally["chars"].update(replaced)
 
         return render_text_pages(self.store, text, settings=self.settings, layout=layout, which=which,
@@ -399,10 +400,10 @@ class ReadBench(MMLBBuilder):
         tally = self.__dict__.pop("_replaced", None)
         if not tally:
             return
-        records, chars = tally["records"], tally["chars"]
+        chars = tally["chars"]
         shown = ", ".join(f"U+{ord(c):04X} x{n}" for c, n in chars.most_common(8))
-        self.report.note(f"{self.config.name}: {len(records)} record(s) have {sum(chars.values())} character(s) "
-                         f"no font draws, shown as \u00a4 ({shown}); first: {', '.join(records[:5])}")
+        self.report.note(f"{self.config.name}: {tally['count']} record(s) have {sum(chars.values())} character(s) "
+                         f"no font draws, shown as \u00a4 ({shown}); first: {', '.join(tally['first'])}")
 
     def example(self, *, id: str, before: str, pages: list, after: str, question: str, answers: Sequence[str],
                 meta: dict, context: str, num_tokens: Optional[int] = None) -> dict:
