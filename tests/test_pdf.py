@@ -9,6 +9,7 @@ from PIL import Image
 
 from mmlbdata.media import pdf
 from mmlbdata.media.pdf import PdfError
+from mmlbdata.store import ImageStore, file_sha256
 
 
 def _raw_pdf(objects: list[str]) -> bytes:
@@ -142,4 +143,23 @@ def test_recipe_key_is_content_addressed(tmp_path, small_pdf):
     copy.write_bytes(small_pdf.read_bytes())
     assert pdf.pdf_sha256(copy) == pdf.pdf_sha256(small_pdf)
     key = pdf.recipe_key(pdf.pdf_sha256(small_pdf), 3, 144)
-    assert key == f"pdf:{pdf.file_sha256(small_pdf)}:p3:144dpi"
+    assert key == f"pdf:{file_sha256(small_pdf)}:p3:144dpi"
+
+
+def test_render_pages_caches_in_store_once(tmp_path, small_pdf, monkeypatch):
+    store = ImageStore(tmp_path / "store")
+    refs = pdf.render_pages(store, small_pdf, [1, 0, 1], dpi=72)
+    assert [(r.width, r.height) for r in refs] == [(300, 300), (200, 300), (300, 300)]
+    assert refs[0] == refs[2]
+    assert Path(refs[1].path).read_bytes() == pdf.render_page_png(small_pdf, 0, 72)
+    # A copy of the PDF elsewhere hits the same cache: nothing is rendered again.
+    copy = tmp_path / "copy.pdf"
+    copy.write_bytes(small_pdf.read_bytes())
+    monkeypatch.setattr(pdf, "render_many", lambda *a, **k: pytest.fail("rendered twice"))
+    assert pdf.render_pages(store, copy, [0, 1], dpi=72) == [refs[1], refs[0]]
+
+
+def test_render_pages_parallel(tmp_path, small_pdf):
+    store = ImageStore(tmp_path / "store")
+    refs = pdf.render_pages(store, small_pdf, [2, 1, 0], dpi=72, num_proc=2)
+    assert [Path(r.path).read_bytes() for r in refs] == pdf.render_many(small_pdf, [2, 1, 0], 72)

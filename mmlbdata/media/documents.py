@@ -53,9 +53,10 @@ class ImageDocument:
 
     def sizes(self) -> list[tuple[int, int]]:
         if self._sizes is None:
-            from mmlbdata.tokens import image_size  # header-only read, no decode
+            from mmlbdata.store import inspect_image  # header size + truncation check, no decode
 
-            self._sizes = [tuple(image_size(path)) for path in self.paths]
+            refs = [inspect_image(path) for path in self.paths]
+            self._sizes = [(ref.width, ref.height) for ref in refs]
         return self._sizes
 
     def images(self, store, page_indices: Sequence[int], num_proc: int = 1) -> list:

@@ -13,12 +13,11 @@ example).
 """
 from __future__ import annotations
 
-import hashlib
 import os
 from concurrent.futures import ProcessPoolExecutor
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     import pymupdf as fitz
@@ -145,17 +144,10 @@ def render_page_png(path: str | os.PathLike, page_index: int, dpi: int = DEFAULT
         return _render(doc, path, page_index, dpi)
 
 
-def file_sha256(path: str | os.PathLike) -> str:
-    """Content hash of a file, streamed (the recipe key must not depend on the file's location)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 @lru_cache(maxsize=256)
 def _cached_sha(path: str, mtime_ns: int, size: int) -> str:
+    from mmlbdata.store import file_sha256
+
     return file_sha256(path)
 
 
@@ -207,40 +199,32 @@ def render_pages(store, path: str | os.PathLike, page_indices: Iterable[int],
     """ImageRefs of the given pages, rendered lazily and once, through ``store.cached``.
 
     The recipe key is ``pdf:<content sha256>:p<page>:<dpi>dpi``, so a page shared by many examples
-    (padding documents, several questions on one PDF) is rendered a single time per store. Pages
-    not yet in the store are rendered together (in parallel when ``num_proc > 1``) before being
-    handed to the store; pages already there cost a key lookup.
+    (padding documents, several questions on one PDF) is rendered a single time per store, whatever
+    path the PDF has. Pages the store lacks are rendered together (in parallel when
+    ``num_proc > 1``) and then handed to the store; pages it has cost a key lookup.
     """
     page_indices = list(page_indices)
     sha = pdf_sha256(path)
-    keys = [recipe_key(sha, i, dpi) for i in page_indices]
-    missing = [i for i, key in zip(page_indices, keys) if not _store_has(store, key)]
-    rendered: dict[int, bytes] = {}
+    keys = {i: recipe_key(sha, i, dpi) for i in page_indices}
+    refs = {i: _lookup(store, key) for i, key in keys.items()}
+    missing = sorted(i for i, ref in refs.items() if ref is None)
     if missing:
-        unique = sorted(set(missing))
-        rendered = dict(zip(unique, render_many(path, unique, dpi, num_proc)))
-    refs = []
-    for page_index, key in zip(page_indices, keys):
-        refs.append(store.cached(key, _producer(path, page_index, dpi, rendered)))
-    return refs
+        for i, data in zip(missing, render_many(path, missing, dpi, num_proc)):
+            refs[i] = store.cached(keys[i], lambda data=data: (data, "png"))
+    return [refs[i] for i in page_indices]
 
 
-def _producer(path, page_index: int, dpi: int, rendered: dict[int, bytes]) -> Callable[[], tuple[bytes, str]]:
-    def produce() -> tuple[bytes, str]:
-        data = rendered.get(page_index)
-        if data is None:
-            data = render_page_png(path, page_index, dpi)
-        return data, "png"
-
-    return produce
+class _NotCached(Exception):
+    """Raised by a producer that must not produce: the recipe is not in the store yet."""
 
 
-def _store_has(store, key: str) -> bool:
-    """Whether the store already holds the rendering of ``key`` (no render, no decode)."""
-    has = getattr(store, "has", None)
-    if has is not None:
-        return bool(has(key))
-    lookup = getattr(store, "lookup", None)
-    if lookup is not None:
-        return lookup(key) is not None
-    return False
+def _not_cached() -> tuple[bytes, str]:
+    raise _NotCached
+
+
+def _lookup(store, key: str):
+    """The store's ImageRef for ``key``, or None when it has not been produced (no rendering)."""
+    try:
+        return store.cached(key, _not_cached)
+    except _NotCached:
+        return None
