@@ -79,10 +79,9 @@ def build_prompt(template: str, pages: Sequence[Page]) -> str:
 
 def pdf_pages(doc_id: str, path: Path, dpi: int, skip: Sequence[int] = ()) -> list[Page]:
     """Every page of a PDF except ``skip``, sized at ``dpi`` without rendering (PdfError if bad)."""
-    count = pdf.page_count(path)
     dropped = set(skip)
-    return [Page(doc_id, i, *pdf.page_pixel_size(path, i, dpi), path)
-            for i in range(count) if i not in dropped]
+    return [Page(doc_id, i, width, height, path)
+            for i, (width, height) in enumerate(pdf.page_pixel_sizes(path, dpi)) if i not in dropped]
 
 
 def even_end_order(documents: Sequence[Sequence[Page]]) -> list[Page]:

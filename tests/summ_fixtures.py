@@ -8,6 +8,7 @@ three structured-summary headings, then body pages.
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 import pymupdf
@@ -47,27 +48,33 @@ def crs_record(rid: str) -> dict:
 
 
 def _page(doc, lines: list[str], size=(612, 792)) -> None:
+    """A page with ``lines`` written top-down (wrapped to the page width, font scaled to it)."""
     page = doc.new_page(width=size[0], height=size[1])
-    page.insert_textbox(pymupdf.Rect(54, 54, size[0] - 54, size[1] - 54), "\n".join(lines), fontsize=11)
+    fontsize = max(4.0, 11 * min(1.0, size[0] / 612))
+    margin = size[0] * 0.08
+    width_chars = int((size[0] - 2 * margin) / (fontsize * 0.5))
+    wrapped = [w for line in lines for w in textwrap.wrap(line, width_chars) or [""]]
+    page.insert_text((margin, margin + fontsize), "\n".join(wrapped), fontsize=fontsize)
 
 
 def make_gao_pdf(path: Path, number: str, body_pages: int = 6, highlights_pages: int = 1,
-                 quote_heading_in_body: bool = True) -> Path:
+                 quote_heading_in_body: bool = True, size=(612, 792)) -> Path:
     """Cover, highlights page(s), then body pages (one of which quotes a heading)."""
     doc = pymupdf.open()
-    _page(doc, ["United States Government Accountability Office", "Report to Congressional Requesters",
+    _page_sized = lambda lines: _page(doc, lines, size=size)  # noqa: E731
+    _page_sized(["United States Government Accountability Office", "Report to Congressional Requesters",
                 "June 2012", "FEDERAL PROGRAMS", "Oversight Needed", number])
-    _page(doc, ["GAO Highlights", f"Highlights of {number}, a report to congressional requesters",
+    _page_sized(["GAO Highlights", f"Highlights of {number}, a report to congressional requesters",
                 WHY, "Congress asked GAO to review the program.", FOUND,
                 "The agency lacks reliable data.", RECOMMENDS, "GAO recommends collecting data.",
                 f"View {number}. For more information, contact the director."])
     for extra in range(highlights_pages - 1):
-        _page(doc, [f"{FOUND} (continued)", f"More findings, part {extra + 2}."])
+        _page_sized([f"{FOUND} (continued)", f"More findings, part {extra + 2}."])
     for i in range(body_pages):
         lines = [f"{number} Federal Programs", f"Page {i + 1}", "Letter body text. " * 20]
         if quote_heading_in_body and i == 2:
             lines.append(f"As described in the section {FOUND} above, the agency ...")
-        _page(doc, lines)
+        _page_sized(lines)
     path.parent.mkdir(parents=True, exist_ok=True)
     doc.save(path)
     doc.close()
