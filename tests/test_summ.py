@@ -242,3 +242,24 @@ def test_gov_report_on_a_real_pdf_without_highlights(tmp_path, real_data, counte
     assert meta["highlights_pages"] == [] and [i for _, i in meta["pages"]] == list(range(len(meta["pages"])))
     rows, report = build("gov_report_8k", "govreport", root, tmp_path, counter, options={"require_highlights": True})
     assert rows == [] and "no GAO highlights page" in report.skipped[0].reason
+
+
+def test_mmlb_fetch_command_downloads_and_resumes(tmp_path, capsys):
+    from mmlbdata.cli import main
+
+    numbers = ["GAO-12-604", "GAO-14-1"]
+    root = tmp_path / "rel"
+    make_govreport_release(root, numbers, with_pdfs=False)
+    files = {f"/a/{n.lower()}.pdf": make_gao_pdf(tmp_path / "src" / f"{n}.pdf", n, body_pages=1,
+                                                 size=SMALL).read_bytes() for n in numbers}
+    bad = dict(files)
+    del bad["/a/gao-14-1.pdf"]
+    argv = ["fetch", f"govreport={root}", "--no-progress", "--retries", "0"]
+    with LoopbackServer(bad) as srv:
+        assert main(argv + ["--url-template", srv.url("/a/{doc_id}.pdf")]) == 1
+    assert "1 downloaded, 0 already present, 1 failed" in capsys.readouterr().out
+    with LoopbackServer(files) as srv:
+        assert main(argv + ["--url-template", srv.url("/a/{doc_id}.pdf")]) == 0
+        assert srv.count("/a/gao-12-604.pdf") == 0  # already there
+    assert "1 downloaded, 1 already present, 0 failed" in capsys.readouterr().out
+    assert (root / "gov-report" / "pdfs" / "gao-14-1.pdf").read_bytes() == files["/a/gao-14-1.pdf"]
