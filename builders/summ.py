@@ -187,7 +187,8 @@ class Summarization(MMLBBuilder):
     def gov_pages(self, record: govreport.GaoRecord, path: Path) -> tuple[list[Page], list[int], int]:
         """Kept pages, removed highlights page indices, total page count of one GAO PDF."""
         with pdf.open_pdf(path) as doc:
-            highlights = govreport.find_highlights_pages(doc, int(self.option("highlights_front_pages", 8)))
+            highlights = govreport.find_highlights_pages(doc, int(self.option("highlights_front_pages", 8)),
+                                                         summary=record.summary_paragraphs)
             total = doc.page_count
         return pdf_pages(record.doc_id, path, self.dpi, skip=highlights), highlights, total
 

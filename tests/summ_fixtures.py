@@ -58,7 +58,8 @@ def _page(doc, lines: list[str], size=(612, 792)) -> None:
 
 
 def make_gao_pdf(path: Path, number: str, body_pages: int = 6, highlights_pages: int = 1,
-                 quote_heading_in_body: bool = True, size=(612, 792)) -> Path:
+                 quote_heading_in_body: bool = True, size=(612, 792),
+                 continuation: list[str] | None = None) -> Path:
     """Cover, highlights page(s), then body pages (one of which quotes a heading)."""
     doc = pymupdf.open()
     _page_sized = lambda lines: _page(doc, lines, size=size)  # noqa: E731
@@ -70,6 +71,8 @@ def make_gao_pdf(path: Path, number: str, body_pages: int = 6, highlights_pages:
                 f"View {number}. For more information, contact the director."])
     for extra in range(highlights_pages - 1):
         _page_sized([f"{FOUND} (continued)", f"More findings, part {extra + 2}."])
+    if continuation:  # a highlights page that goes on without any heading
+        _page_sized(continuation)
     for i in range(body_pages):
         lines = [f"{number} Federal Programs", f"Page {i + 1}", "Letter body text. " * 20]
         if quote_heading_in_body and i == 2:

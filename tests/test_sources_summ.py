@@ -131,3 +131,24 @@ def test_lexsum_pdfs_download_from_loopback(tmp_path):
     assert report.ok
     for d in ["A-1-0001", "A-1-0002"]:
         assert (tmp_path / "pdfs" / f"{d}.pdf").read_bytes() == files[f"/doc/{d}"]
+
+
+def test_highlights_continuation_without_heading_found_from_the_summary(tmp_path):
+    """GAO highlights may run onto a page with no heading; the record's summary finds it."""
+    rec = govreport.parse_record(gao_record("GAO-12-604"))
+    finding = rec.highlight[1][1][1]  # "Finding 1 of GAO-12-604: the agency lacks data."
+    long_finding = finding + " It also did not track its spending on the program."
+    rec_paras = rec.summary_paragraphs[:-1] + [long_finding]
+    path = make_gao_pdf(tmp_path / "g.pdf", "GAO-12-604", body_pages=4,
+                        continuation=["Figure 2: Program spending", long_finding, "Source: GAO analysis."])
+    with pymupdf.open(path) as doc:
+        assert govreport.find_highlights_pages(doc) == [1]  # headings alone miss page 2
+        assert govreport.find_highlights_pages(doc, summary=rec_paras) == [1, 2]
+        # a body page quoting the summary is not part of the run: the run has ended
+        assert govreport.find_highlights_pages(doc, summary=["Letter body text. " * 4]) == [1]
+
+
+def test_summary_snippets_normalize():
+    assert govreport.summary_snippets(["The  Agency lacks-\n ing data on its\nprogram costs and outcomes today."]) == [
+        "the agency lacksing data on its program costs and outcomes"]
+    assert govreport.summary_snippets(["Too short."]) == []

@@ -26,7 +26,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterator, Mapping, Sequence
 
 from mmlbdata.download import FileSpec
 
@@ -71,6 +71,10 @@ class GaoRecord:
     @property
     def section_titles(self) -> list[str]:
         return [title for title, _ in self.highlight]
+
+    @property
+    def summary_paragraphs(self) -> list[str]:
+        return [p for _, paras in self.highlight for p in paras]
 
 
 def _parse_highlight(raw) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -157,19 +161,39 @@ def pdf_specs(records, dest_dir: Path, url_template: str = GAO_PDF_URL,
     return specs
 
 
-def find_highlights_pages(doc, max_front_pages: int = 8) -> list[int]:
+def _normalize(text: str) -> str:
+    """Lower-case, words joined by single spaces, line-end hyphenation undone."""
+    return " ".join(re.sub(r"-\s*\n\s*", "", text).lower().split())
+
+
+def summary_snippets(paragraphs, words: int = 10) -> list[str]:
+    """The opening ``words`` words of every summary paragraph long enough to be distinctive."""
+    out = []
+    for paragraph in paragraphs:
+        tokens = _normalize(paragraph).split()
+        if len(tokens) >= words:
+            out.append(" ".join(tokens[:words]))
+    return out
+
+
+def find_highlights_pages(doc, max_front_pages: int = 8, summary: Sequence[str] = ()) -> list[int]:
     """0-based indices of the GAO "Highlights" pages at the front of an open PyMuPDF document.
 
-    A page is a highlights page when PyMuPDF's text search finds the highlights marker
-    ("Highlights of GAO-...") or at least one of the three section headings on it. Only the
-    first ``max_front_pages`` pages are searched (the headings may be quoted in the body), and
-    the result is the first contiguous run of such pages: the highlights may continue on the
-    next page, but the body after them is kept.
+    A run of highlights pages starts at a page where PyMuPDF's text search finds the highlights
+    marker ("Highlights of GAO-...") or one of the three section headings, and continues over the
+    following pages that also carry a heading, or, when the record's ``summary`` paragraphs are
+    given, the opening words of one of them (a highlights page that continues "What GAO Found"
+    without repeating the heading). Only the first ``max_front_pages`` pages are searched (the
+    headings may be quoted in the body), and only the first run is returned: the body is kept.
     """
+    snippets = summary_snippets(summary)
     pages: list[int] = []
     for index in range(min(max_front_pages, doc.page_count)):
         page = doc[index]
         hit = any(page.search_for(text) for text in HIGHLIGHTS_MARKERS + HIGHLIGHT_SECTIONS)
+        if not hit and pages and snippets:
+            text = _normalize(page.get_text())
+            hit = any(snippet in text for snippet in snippets)
         if hit:
             pages.append(index)
         elif pages:
