@@ -39,7 +39,7 @@ __all__ = [
 
 USER_AGENT = "mmlbdata-downloader/1.0"
 RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
-CHUNK = 1 << 16
+CHUNK = 1 << 20
 
 
 class DownloadError(Exception):
