@@ -263,3 +263,33 @@ def test_mmlb_fetch_command_downloads_and_resumes(tmp_path, capsys):
         assert srv.count("/a/gao-12-604.pdf") == 0  # already there
     assert "1 downloaded, 1 already present, 0 failed" in capsys.readouterr().out
     assert (root / "gov-report" / "pdfs" / "gao-14-1.pdf").read_bytes() == files["/a/gao-14-1.pdf"]
+
+
+def test_mmlb_fetch_multi_lexsum_release_from_a_hub_endpoint_then_pdfs(tmp_path, capsys):
+    """`--release` pulls the release files through the Hub's resolve URLs (loopback endpoint)."""
+    from mmlbdata.cli import main
+
+    src = tmp_path / "src"
+    make_lexsum_release(src, {"A-1": ["A-1-0001", "A-1-0002"]})
+    base = src / "releases" / "v20230518"
+    files = {f"/datasets/allenai/multi_lexsum/resolve/main/releases/v20230518/{n}": (base / n).read_bytes()
+             for n in ("test.json", "sources.json")}
+    files.update({f"/doc/{d}": (src / "pdfs" / f"{d}.pdf").read_bytes() for d in ("A-1-0001", "A-1-0002")})
+    root = tmp_path / "rel"
+    with LoopbackServer(files) as srv:
+        urls = tmp_path / "urls.json"
+        urls.write_text(json.dumps({d: srv.url(f"/doc/{d}") for d in ("A-1-0001", "A-1-0002")}))
+        code = main(["fetch", f"multi_lexsum={root}", "--release", "--endpoint", srv.url(""), "--no-progress",
+                     "--retries", "0", "--urls", str(urls)])
+    out = capsys.readouterr().out
+    # train/dev are not served: reported, and the command stops before the PDFs
+    assert code == 1 and "2 downloaded, 0 already present, 2 failed" in out and "train.json" in out
+    (root / "releases" / "v20230518" / "train.json").write_text("")
+    (root / "releases" / "v20230518" / "dev.json").write_text("")
+    with LoopbackServer(files) as srv:
+        urls.write_text(json.dumps({d: srv.url(f"/doc/{d}") for d in ("A-1-0001", "A-1-0002")}))
+        code = main(["fetch", f"multi_lexsum={root}", "--release", "--endpoint", srv.url(""), "--no-progress",
+                     "--urls", str(urls)])
+    assert code == 0
+    assert (root / "releases" / "v20230518" / "sources.json").read_bytes() == (base / "sources.json").read_bytes()
+    assert (root / "pdfs" / "A-1-0002.pdf").read_bytes() == files["/doc/A-1-0002"]

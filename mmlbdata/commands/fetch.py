@@ -28,6 +28,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="GovReport: URL with {doc_id} (default: GAO's assets URL)")
     parser.add_argument("--urls", default=None, help="JSON file doc_id -> URL overriding the defaults")
     parser.add_argument("--checksums", default=None, help="JSON file doc_id -> sha256 to verify")
+    parser.add_argument("--release", action="store_true",
+                        help="Multi-LexSum: first fetch the release files themselves from the Hub")
+    parser.add_argument("--version", default=None, help="Multi-LexSum release version (default: newest)")
+    parser.add_argument("--endpoint", default=None, help="Hub endpoint (a mirror); default huggingface.co")
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--retries", type=int, default=4)
     parser.add_argument("--no-progress", action="store_true")
@@ -49,7 +53,7 @@ def specs_for(key: str, root: Path, args: argparse.Namespace) -> list:
         return govreport.pdf_specs(records, dest, urls=urls, checksums=checksums, **kwargs)
     from ..sources import multi_lexsum
 
-    cases = list(multi_lexsum.iter_cases(root, split=args.split))
+    cases = list(multi_lexsum.iter_cases(root, split=args.split, version=args.version))
     return multi_lexsum.pdf_specs(cases, Path(args.dest or root / "pdfs"), urls=urls, checksums=checksums)
 
 
@@ -60,8 +64,15 @@ def run(args: argparse.Namespace) -> int:
     if key not in FETCHABLE:
         print(f"mmlb fetch: unknown source key {key!r}; one of {', '.join(FETCHABLE)}")
         return 2
-    specs = specs_for(key, Path(root), args)
-    report = download_all(specs, num_workers=args.workers, progress=not args.no_progress,
-                          desc=f"{key} PDFs", retries=args.retries)
+    options = {"num_workers": args.workers, "progress": not args.no_progress, "retries": args.retries}
+    if args.release and key == "multi_lexsum":
+        from ..sources.multi_lexsum import DEFAULT_VERSION, release_specs
+
+        report = download_all(release_specs(Path(root), args.version or DEFAULT_VERSION, endpoint=args.endpoint),
+                              desc="Multi-LexSum release", **options)
+        print(report.summary())
+        if not report.ok:
+            return 1
+    report = download_all(specs_for(key, Path(root), args), desc=f"{key} PDFs", **options)
     print(report.summary())
     return 0 if report.ok else 1

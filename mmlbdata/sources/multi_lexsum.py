@@ -19,13 +19,16 @@ import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterator, Mapping, Sequence
 
-from mmlbdata.download import FileSpec
+from mmlbdata.download import FileSpec, hub_spec
 from mmlbdata.sources.jsonstream import iter_object_items
 
 log = logging.getLogger(__name__)
 
+HUB_REPO = "allenai/multi_lexsum"  # the release files are hosted on the Hub, under releases/<version>/
+DEFAULT_VERSION = "v20230518"
+RELEASE_FILES = ("train.json", "dev.json", "test.json", "sources.json")
 SPLIT_FILES = {"train": "train.json", "dev": "dev.json", "validation": "dev.json", "test": "test.json"}
 SkipFn = Callable[[str, str, str], None]
 
@@ -141,3 +144,11 @@ def pdf_specs(cases, dest_dir: Path, urls: Mapping[str, str] | None = None,
                 continue
             specs.append(FileSpec(url, pdf_path(dest_dir, doc), sha256=(checksums or {}).get(doc.doc_id)))
     return specs
+
+
+def release_specs(dest_root: Path, version: str = DEFAULT_VERSION, files: Sequence[str] = RELEASE_FILES,
+                  revision: str | None = None, endpoint: str | None = None) -> list[FileSpec]:
+    """Downloads of the release files from the Hub into ``dest_root/releases/<version>/``
+    (``sources.json`` is 2.2 GB: the downloader resumes it after an interruption)."""
+    return [hub_spec(HUB_REPO, f"releases/{version}/{name}", Path(dest_root) / "releases" / version / name,
+                     revision=revision, endpoint=endpoint) for name in files]
