@@ -98,8 +98,8 @@ def even_end_order(documents: Sequence[Sequence[Page]]) -> list[Page]:
 
 def document_order(selection: Sequence[Page], documents: Sequence[Sequence[Page]]) -> list[Page]:
     """A selection of pages put back in reading order: document by document, page by page."""
-    rank = {(d[0].doc_id, d[0].path): j for j, d in enumerate(documents) if d}
-    return sorted(selection, key=lambda p: (rank[(p.doc_id, p.path)], p.index))
+    rank = {d[0].path: j for j, d in enumerate(documents) if d}
+    return sorted(selection, key=lambda p: (rank[p.path], p.index))
 
 
 class Summarization(MMLBBuilder):
@@ -209,6 +209,9 @@ class Summarization(MMLBBuilder):
                 continue
             if not highlights and self.option("require_highlights", False):
                 self.report.skip(path, record.id, "no GAO highlights page found (require_highlights)")
+                continue
+            if not pages:
+                self.report.skip(path, record.id, f"every page ({total}) is a highlights page: no report body")
                 continue
             full = measure(pages)
             if self.too_long(path, record.id, full):

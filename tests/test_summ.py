@@ -293,3 +293,15 @@ def test_mmlb_fetch_multi_lexsum_release_from_a_hub_endpoint_then_pdfs(tmp_path,
     assert code == 0
     assert (root / "releases" / "v20230518" / "sources.json").read_bytes() == (base / "sources.json").read_bytes()
     assert (root / "pdfs" / "A-1-0002.pdf").read_bytes() == files["/doc/A-1-0002"]
+
+
+def test_gov_report_highlights_only_pdf_is_reported(tmp_path, counter):
+    root = tmp_path / "rel"
+    base = make_govreport_release(root, ["GAO-12-604"], size=SMALL)
+    doc = pymupdf.open(base / "pdfs" / "gao-12-604.pdf")
+    doc.select([1])  # keep only the highlights page (GAO also publishes these alone)
+    doc.save(base / "pdfs" / "only.pdf")
+    doc.close()
+    (base / "pdfs" / "only.pdf").replace(base / "pdfs" / "gao-12-604.pdf")
+    rows, report = build("gov_report_8k", "govreport", root, tmp_path, counter)
+    assert rows == [] and "no report body" in report.skipped[0].reason
