@@ -77,11 +77,13 @@ def build_prompt(template: str, pages: Sequence[Page]) -> str:
     return template.format(context="\n\n".join(p.intro for p in pages))
 
 
-def pdf_pages(doc_id: str, path: Path, dpi: int, skip: Sequence[int] = ()) -> list[Page]:
-    """Every page of a PDF except ``skip``, sized at ``dpi`` without rendering (PdfError if bad)."""
+def pdf_pages(doc_id: str, path: Path, dpi: int, skip: Sequence[int] = (),
+              max_pages: int | None = None) -> list[Page]:
+    """The first ``max_pages`` pages (all when None) of a PDF except ``skip``, sized at ``dpi``
+    without rendering (PdfError if the file or a page is broken)."""
     dropped = set(skip)
-    return [Page(doc_id, i, width, height, path)
-            for i, (width, height) in enumerate(pdf.page_pixel_sizes(path, dpi)) if i not in dropped]
+    sizes = pdf.page_pixel_sizes(path, dpi, max_pages)
+    return [Page(doc_id, i, width, height, path) for i, (width, height) in enumerate(sizes) if i not in dropped]
 
 
 def even_end_order(documents: Sequence[Sequence[Page]]) -> list[Page]:
@@ -124,6 +126,12 @@ class Summarization(MMLBBuilder):
     @property
     def dpi(self) -> int:
         return int(self.option("dpi", pdf.DEFAULT_DPI))
+
+    @property
+    def max_pages(self) -> int | None:
+        """Only the first ``max_pages`` pages of each PDF are used (option; default all)."""
+        value = self.option("max_pages")
+        return None if value in (None, "", 0) else int(value)
 
     def measure_fn(self, template: str, order: Callable[[list[Page]], list[Page]] = list):
         def measure(selection: list[Page]) -> int:
@@ -190,7 +198,8 @@ class Summarization(MMLBBuilder):
             highlights = govreport.find_highlights_pages(doc, int(self.option("highlights_front_pages", 8)),
                                                          summary=record.summary_paragraphs)
             total = doc.page_count
-        return pdf_pages(record.doc_id, path, self.dpi, skip=highlights), highlights, total
+        pages = pdf_pages(record.doc_id, path, self.dpi, skip=highlights, max_pages=self.max_pages)
+        return pages, highlights, total
 
     def gov_report_rows(self) -> Iterator[dict]:
         root = self.source("govreport")
@@ -253,7 +262,7 @@ class Summarization(MMLBBuilder):
             for p in pages:
                 kept[p.doc_id] += 1
             docs_meta = [{"doc_id": d.doc_id, "title": d.title, "doc_type": d.doc_type,
-                          "num_pdf_pages": len(pages_of), "pages_kept": kept[d.doc_id]}
+                          "pages_available": len(pages_of), "pages_kept": kept[d.doc_id]}
                          for d, pages_of in zip(case.documents, documents)]
             try:
                 yield self.emit(
@@ -277,7 +286,7 @@ class Summarization(MMLBBuilder):
                                                      "(fetch it with multi_lexsum.pdf_specs + download_all)")
                 return None
             try:
-                documents.append(pdf_pages(doc.doc_id, path, self.dpi))
+                documents.append(pdf_pages(doc.doc_id, path, self.dpi, max_pages=self.max_pages))
             except pdf.PdfError as err:
                 self.report.skip(path, case.case_id, str(err))
                 return None

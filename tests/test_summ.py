@@ -305,3 +305,10 @@ def test_gov_report_highlights_only_pdf_is_reported(tmp_path, counter):
     (base / "pdfs" / "only.pdf").replace(base / "pdfs" / "gao-12-604.pdf")
     rows, report = build("gov_report_8k", "govreport", root, tmp_path, counter)
     assert rows == [] and "no report body" in report.skipped[0].reason
+
+
+def test_max_pages_option(lexsum_release, tmp_path, counter):
+    rows, _ = build("multi_lexsum_128k", "multi_lexsum", lexsum_release, tmp_path, counter, options={"max_pages": 5})
+    docs = {d["doc_id"]: d for d in json.loads(rows[0]["meta"])["documents"]}
+    assert docs["EE-AL-0045-0001"]["pages_available"] == 5 and docs["EE-AL-0045-0002"]["pages_available"] == 4
+    assert all(i < 5 for _, i in json.loads(rows[0]["meta"])["pages"])
