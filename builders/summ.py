@@ -22,6 +22,7 @@ Procedure (MMLongBench, "Summarization" category):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import groupby
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
@@ -164,14 +165,8 @@ class Summarization(MMLBBuilder):
     def render(self, pages: Sequence[Page]) -> list:
         """ImageRefs of ``pages`` in order, rendered once per (file, page, dpi) via the store."""
         refs: list = []
-        start = 0
-        while start < len(pages):  # consecutive pages of one file go in one call
-            end = start
-            while end < len(pages) and pages[end].path == pages[start].path:
-                end += 1
-            refs += pdf.render_pages(self.store, pages[start].path, [p.index for p in pages[start:end]],
-                                     self.dpi, num_proc=self.num_proc)
-            start = end
+        for path, run in groupby(pages, key=lambda p: p.path):  # one call per run of one file
+            refs += pdf.render_pages(self.store, path, [p.index for p in run], self.dpi, num_proc=self.num_proc)
         return refs
 
     def emit(self, *, example_id: str, template: str, pages: list[Page], packed: Packed,
