@@ -61,3 +61,61 @@ class ImageDocument:
 
     def images(self, store, page_indices: Sequence[int], num_proc: int = 1) -> list:
         return [store.ref(self.paths[i]) for i in page_indices]
+
+
+class DocCorpus:
+    """The documents of one source by id: page sizes on first use, broken documents reported once.
+
+    Used as the ``num_pages`` mapping of :func:`mmlbdata.docpack.select_pages` (a broken or absent
+    document has 0 pages, so it is never drawn as padding), and to fetch the images of a page list
+    spanning several documents.
+    """
+
+    def __init__(self, documents: dict[str, PageDocument], report=None):
+        self.documents = dict(sorted(documents.items()))
+        self.report = report
+        self._sizes: dict[str, list[tuple[int, int]]] = {}
+        self.errors: dict[str, str] = {}
+
+    def ids(self) -> list[str]:
+        return list(self.documents)
+
+    def sizes(self, doc_id: str) -> list[tuple[int, int]]:
+        """Page sizes of ``doc_id``; [] when absent or broken (reported the first time)."""
+        if doc_id in self._sizes:
+            return self._sizes[doc_id]
+        document = self.documents.get(doc_id)
+        sizes: list[tuple[int, int]] = []
+        if document is None:
+            self.errors[doc_id] = f"document {doc_id!r} not found in the source"
+        else:
+            try:
+                sizes = document.sizes()
+            except Exception as exc:  # PdfError, BadImageError, ValueError: one message each
+                self.errors[doc_id] = str(exc)
+                if self.report is not None:
+                    where = getattr(document, "path", None) or document.paths[0]
+                    self.report.skip(where, doc_id, f"unusable document: {exc}")
+        self._sizes[doc_id] = sizes
+        return sizes
+
+    def __getitem__(self, doc_id: str) -> int:
+        return len(self.sizes(doc_id))
+
+    def get(self, doc_id: str, default: int = 0) -> int:
+        return len(self.sizes(doc_id)) or default
+
+    def size(self, doc_id: str, page_index: int) -> tuple[int, int]:
+        return self.sizes(doc_id)[page_index]
+
+    def images(self, store, pages: Sequence[tuple[str, int]], num_proc: int = 1) -> list:
+        """ImageRefs of ``(doc_id, page_index)`` pairs, fetched per document, in the given order."""
+        wanted: dict[str, list[int]] = {}
+        for doc_id, index in pages:
+            wanted.setdefault(doc_id, []).append(index)
+        found = {}
+        for doc_id, indices in wanted.items():
+            unique = sorted(set(indices))
+            refs = self.documents[doc_id].images(store, unique, num_proc)
+            found.update({(doc_id, i): ref for i, ref in zip(unique, refs)})
+        return [found[page] for page in pages]

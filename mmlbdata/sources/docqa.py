@@ -35,9 +35,13 @@ class DocQuestion:
     flags: tuple[str, ...] = ()
 
     def answers(self) -> list[str]:
-        """The answer as the list of strings the common schema stores."""
+        """The gold answers column: one string; a list answer as its Python list literal.
+
+        A list is one answer (scored item by item), not alternatives, so it stays one string in
+        the same notation as ``samples.json``.
+        """
         if isinstance(self.answer, list):
-            return [str(item) for item in self.answer]
+            return [repr([str(item) for item in self.answer])]
         return [format_scalar(self.answer)]
 
 

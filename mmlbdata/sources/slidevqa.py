@@ -99,7 +99,7 @@ def _question(record: dict, split: str) -> DocQuestion:
     raw = {k: v for k, v in record.items() if k != "image_urls"}
     raw["split"] = split
     return DocQuestion(
-        qid=f"slidevqa-{split}-{record['qa_id']}", source="slidevqa", doc_id=record["deck_name"],
+        qid=f"{split}-{record['qa_id']}", source="slidevqa", doc_id=record["deck_name"],
         question=record["question"], answer=answer, answer_format=fmt,
         answer_pages=tuple(p - 1 for p in record["evidence_pages"]),
         evidence_sources=(), raw=raw)
