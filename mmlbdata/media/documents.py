@@ -109,13 +109,21 @@ class DocCorpus:
         return self.sizes(doc_id)[page_index]
 
     def images(self, store, pages: Sequence[tuple[str, int]], num_proc: int = 1) -> list:
-        """ImageRefs of ``(doc_id, page_index)`` pairs, fetched per document, in the given order."""
-        wanted: dict[str, list[int]] = {}
-        for doc_id, index in pages:
-            wanted.setdefault(doc_id, []).append(index)
+        """ImageRefs of ``(doc_id, page_index)`` pairs, in the given order.
+
+        Pages of all PDFs are rendered as one batch (parallel across documents when
+        ``num_proc > 1``); page-image documents hand their files to the store.
+        """
+        unique = sorted(set(pages))
+        pdf_pages = [p for p in unique if isinstance(self.documents[p[0]], PdfDocument)]
         found = {}
-        for doc_id, indices in wanted.items():
-            unique = sorted(set(indices))
-            refs = self.documents[doc_id].images(store, unique, num_proc)
-            found.update({(doc_id, i): ref for i, ref in zip(unique, refs)})
+        by_dpi: dict[int, list[tuple[str, int]]] = {}
+        for doc_id, index in pdf_pages:
+            by_dpi.setdefault(self.documents[doc_id].dpi, []).append((doc_id, index))
+        for dpi, group in by_dpi.items():
+            jobs = [(self.documents[d].path, i) for d, i in group]
+            found.update(zip(group, pdf.render_page_refs(store, jobs, dpi, num_proc)))
+        for doc_id, index in unique:
+            if (doc_id, index) not in found:
+                found[(doc_id, index)] = self.documents[doc_id].images(store, [index])[0]
         return [found[page] for page in pages]
