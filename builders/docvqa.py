@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Iterator
 
 from mmlbdata.docpack import fit_example
-from mmlbdata.media.documents import DocCorpus, ImageDocument, PdfDocument
+from mmlbdata.media.documents import DocCorpus, max_pages_option, ImageDocument, PdfDocument
 from mmlbdata.media.pdf import DEFAULT_DPI
 from mmlbdata.sources import longdocurl, mmlongbench_doc, slidevqa
 from mmlbdata.sources.docqa import BadRecord, DocQuestion
@@ -89,7 +89,7 @@ class DocVQA(MMLBBuilder):
                 self.report.skip(samples, f"row {row.index}", why)
             else:
                 questions.append(question)
-        dpi, max_pages = int(self.option("dpi", DEFAULT_DPI)), self.option("max_pages")
+        dpi, max_pages = int(self.option("dpi", DEFAULT_DPI)), max_pages_option(self)
         documents = {p.name: PdfDocument(p.name, p, dpi, max_pages)
                      for p in sorted(folder.glob("*.pdf"))}
         return questions, DocCorpus(documents, self.report)

@@ -22,7 +22,7 @@ from typing import Iterator
 
 from mmlbdata.docpack import fit_example
 from mmlbdata.media import page_grid
-from mmlbdata.media.documents import DocCorpus, PdfDocument
+from mmlbdata.media.documents import DocCorpus, max_pages_option, PdfDocument
 from mmlbdata.media.pdf import DEFAULT_DPI, PdfError, open_pdf, pdf_sha256
 from mmlbdata.schema import make_example
 from mmlbdata.sources import mmlongbench_doc as mmld
@@ -84,7 +84,7 @@ class MMLongBenchDoc(MMLBBuilder):
         root = self.source("mmlongbench_doc")
         samples, folder = mmld.layout(root)
         dpi = int(self.option("dpi", DEFAULT_DPI))
-        max_pages = self.option("max_pages")
+        max_pages = max_pages_option(self)
         corpus = DocCorpus({p.name: PdfDocument(p.name, p, dpi, max_pages)
                             for p in sorted(folder.glob("*.pdf"))}, self.report)
         built = 0

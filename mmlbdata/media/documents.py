@@ -14,6 +14,14 @@ from typing import Protocol, Sequence
 from . import pdf
 
 
+def max_pages_option(builder) -> int | None:
+    """The ``max_pages`` recipe option as an int (None: all pages); CLI options arrive as text."""
+    value = builder.option("max_pages")
+    if value is None or str(value).strip().lower() in ("", "none", "all", "0"):
+        return None
+    return int(value)
+
+
 class PageDocument(Protocol):
     doc_id: str
 
