@@ -94,7 +94,9 @@ def test_mmlongdoc_8k_rerenders_match(real_data, counter, store):
     rows, report = build(DocVQA, "mmlongdoc_8k", {"mmlongbench_doc": root}, counter, store, limit=3)
     metas = check_rows(rows, counter, 8192)
     assert len(rows) == 3
-    for row in rows:
+    deck = root / "documents" / metas[0]["doc_id"]
+    assert deck.name.startswith("ddoseattle") and not pdf.open_pdf(deck)[0].get_text().strip()
+    for row in rows:  # an image-only slide deck: pages are pictures, no text layer
         assert_pdf_pages_match(row, root / "documents")
     assert metas[0]["answer_format"] == "List" and rows[0]["answers"][0].startswith("['OPTIMISATION'")
     # questions on the 127 PDFs absent from the sample are reported, not crashed on
@@ -202,7 +204,7 @@ def test_broken_pdfs_are_skipped_and_reported(broken_release, counter, store, co
 def test_original_page_list_and_grid_variants(broken_release, counter, store):
     source = {"mmlongbench_doc": broken_release}
     pages, _ = build(MMLongBenchDoc, "mmlongbench_doc", source, counter, store,
-                     options={"max_pages": 10})
+                     options={"max_pages": "10"})  # as `mmlb build --option max_pages=10` passes it
     grids, _ = build(MMLongBenchDoc, "mmlongbench_doc_concat", source, counter, store,
                      options={"max_pages": 10, "concat_num": 3})
     row, grid_row = pages[0], grids[0]
