@@ -13,6 +13,7 @@ example).
 """
 from __future__ import annotations
 
+import atexit
 import os
 from concurrent.futures import ProcessPoolExecutor
 from functools import lru_cache
@@ -179,19 +180,52 @@ def _worker_render(args: tuple[str, int, int]) -> bytes:
     return _render(doc, path, page_index, dpi)
 
 
+_POOLS: dict[int, ProcessPoolExecutor] = {}
+
+
+def _pool(num_proc: int) -> ProcessPoolExecutor:
+    """A worker pool kept for the life of the process: a build renders page batches for many
+    examples, and starting processes for each batch would cost more than rendering."""
+    pool = _POOLS.get(num_proc)
+    if pool is None:
+        pool = _POOLS[num_proc] = ProcessPoolExecutor(max_workers=num_proc)
+        atexit.register(pool.shutdown, wait=False, cancel_futures=True)
+    return pool
+
+
+def render_jobs(jobs: Sequence[tuple[str | os.PathLike, int]], dpi: int = DEFAULT_DPI,
+                num_proc: int = 1) -> list[bytes]:
+    """PNG bytes of ``(pdf path, page index)`` jobs, in order, over ``num_proc`` processes.
+
+    Jobs are handed out grouped by file so that each worker keeps a document open across its
+    pages. A broken page raises :class:`PdfError` naming it, from whichever process met it.
+    """
+    jobs = [(str(path), int(i)) for path, i in jobs]
+    if num_proc <= 1 or len(jobs) <= 1:
+        out, docs = [], {}
+        try:
+            for path, i in jobs:
+                if path not in docs:
+                    docs[path] = open_pdf(path)
+                out.append(_render(docs[path], path, i, dpi))
+        finally:
+            for doc in docs.values():
+                doc.close()
+        return out
+    order = sorted(range(len(jobs)), key=lambda k: jobs[k])
+    chunk = max(1, len(jobs) // (num_proc * 4))
+    results = _pool(num_proc).map(_worker_render, [(*jobs[k], dpi) for k in order],
+                                  chunksize=chunk)
+    out: list[bytes] = [b""] * len(jobs)
+    for k, data in zip(order, results):
+        out[k] = data
+    return out
+
+
 def render_many(path: str | os.PathLike, page_indices: Sequence[int], dpi: int = DEFAULT_DPI,
                 num_proc: int = 1) -> list[bytes]:
     """PNG bytes of several pages of one PDF, in order, over ``num_proc`` processes."""
-    page_indices = list(page_indices)
-    if num_proc <= 1 or len(page_indices) <= 1:
-        with open_pdf(path) as doc:
-            return [_render(doc, path, i, dpi) for i in page_indices]
-    open_pdf(path).close()  # fail fast, in the parent, with the file-level message
-    workers = min(num_proc, len(page_indices))
-    chunk = max(1, len(page_indices) // (workers * 4))
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(_worker_render, [(str(path), i, dpi) for i in page_indices],
-                             chunksize=chunk))
+    return render_jobs([(path, i) for i in page_indices], dpi, num_proc)
 
 
 def render_pages(store, path: str | os.PathLike, page_indices: Iterable[int],
@@ -203,15 +237,18 @@ def render_pages(store, path: str | os.PathLike, page_indices: Iterable[int],
     path the PDF has. Pages the store lacks are rendered together (in parallel when
     ``num_proc > 1``) and then handed to the store; pages it has cost a key lookup.
     """
-    page_indices = list(page_indices)
-    sha = pdf_sha256(path)
-    keys = {i: recipe_key(sha, i, dpi) for i in page_indices}
-    refs = {i: _lookup(store, key) for i, key in keys.items()}
-    missing = sorted(i for i, ref in refs.items() if ref is None)
-    if missing:
-        for i, data in zip(missing, render_many(path, missing, dpi, num_proc)):
-            refs[i] = store.cached(keys[i], lambda data=data: (data, "png"))
-    return [refs[i] for i in page_indices]
+    return render_page_refs(store, [(path, i) for i in page_indices], dpi, num_proc)
+
+
+def render_page_refs(store, pages: Sequence[tuple[str | os.PathLike, int]],
+                     dpi: int = DEFAULT_DPI, num_proc: int = 1) -> list:
+    """:func:`render_pages` for pages of several PDFs at once (one parallel batch for all)."""
+    keys = {(str(path), i): recipe_key(pdf_sha256(path), i, dpi) for path, i in pages}
+    refs = {job: _lookup(store, key) for job, key in keys.items()}
+    missing = sorted(job for job, ref in refs.items() if ref is None)
+    for job, data in zip(missing, render_jobs(missing, dpi, num_proc) if missing else []):
+        refs[job] = store.cached(keys[job], lambda data=data: (data, "png"))
+    return [refs[(str(path), i)] for path, i in pages]
 
 
 class _NotCached(Exception):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 ANSWER_FORMATS = ("Str", "Int", "Float", "List", "None")
 NOT_ANSWERABLE = "Not answerable"
@@ -35,9 +35,13 @@ class DocQuestion:
     flags: tuple[str, ...] = ()
 
     def answers(self) -> list[str]:
-        """The answer as the list of strings the common schema stores."""
+        """The gold answers column: one string; a list answer as its Python list literal.
+
+        A list is one answer (scored item by item), not alternatives, so it stays one string in
+        the same notation as ``samples.json``.
+        """
         if isinstance(self.answer, list):
-            return [str(item) for item in self.answer]
+            return [repr([str(item) for item in self.answer])]
         return [format_scalar(self.answer)]
 
 
@@ -91,3 +95,36 @@ class BadRecord:
     file: str
     record: str
     reason: str
+
+
+def read_jsonl(path) -> Iterator[tuple[int, dict | BadRecord]]:
+    """(line number, record) for each non-blank line; a line that is not a JSON object comes
+    back as a BadRecord naming the file and line."""
+    import json
+
+    with open(path, encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield line_no, BadRecord(str(path), f"line {line_no}", f"invalid JSON: {exc}")
+                continue
+            if not isinstance(record, dict):
+                yield line_no, BadRecord(str(path), f"line {line_no}", "not a JSON object")
+                continue
+            yield line_no, record
+
+
+def record_problem(record: dict, required) -> str:
+    """Why a jsonl QA record is unusable ("" when fine): missing fields, or evidence pages that
+    are not a list of page numbers."""
+    missing = [key for key in required if key not in record]
+    if missing:
+        return f"missing fields {missing}"
+    pages = record.get("evidence_pages")
+    if not isinstance(pages, list) or not all(isinstance(p, int) and not isinstance(p, bool)
+                                              for p in pages):
+        return f"evidence_pages {pages!r} is not a list of page numbers"
+    return ""

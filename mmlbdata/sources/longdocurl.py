@@ -8,13 +8,12 @@ and are not used to find files.
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from .docqa import BadRecord, DocQuestion
+from .docqa import BadRecord, DocQuestion, read_jsonl, record_problem
 
 QA_FILE = "LongDocURL.jsonl"
 PAGES_DIR = "pdf_pngs"
@@ -69,12 +68,10 @@ class _Fields:
 
 
 def _check(record: dict) -> _Fields | str:
-    missing = [key for key in REQUIRED if key not in record]
-    if missing:
-        return f"missing fields {missing}"
+    problem = record_problem(record, REQUIRED)
+    if problem:
+        return problem
     pages = record["evidence_pages"]
-    if not isinstance(pages, list) or not all(isinstance(p, int) for p in pages):
-        return f"evidence_pages {pages!r} is not a list of page numbers"
     fmt = FORMATS.get(str(record["answer_format"]))
     if fmt is None:
         return f"unknown answer_format {record['answer_format']!r}"
@@ -86,19 +83,14 @@ def _check(record: dict) -> _Fields | str:
 def read_questions(root: str | Path) -> Iterator[DocQuestion | BadRecord]:
     """Every question of the jsonl in file order; unusable lines come back as BadRecord."""
     path = qa_file(root)
-    with open(path, encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield BadRecord(str(path), f"line {line_no}", f"invalid JSON: {exc}")
-                continue
-            fields = _check(record)
-            if isinstance(fields, str):
-                yield BadRecord(str(path), f"line {line_no} ({record.get('question_id')})", fields)
-                continue
+    for line_no, record in read_jsonl(path):
+        if isinstance(record, BadRecord):
+            yield record
+            continue
+        fields = _check(record)
+        if isinstance(fields, str):
+            yield BadRecord(str(path), f"line {line_no} ({record.get('question_id')})", fields)
+        else:
             yield _question(record, fields)
 
 

@@ -58,7 +58,7 @@ class SampleRow:
 
     @property
     def qid(self) -> str:
-        return f"mmlongbench_doc-{self.index:04d}"
+        return f"{self.index:04d}"
 
 
 def layout(root: str | Path) -> tuple[Path, Path]:

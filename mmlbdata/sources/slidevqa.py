@@ -9,13 +9,12 @@ file name as a fallback when a URL carries a query string.
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Iterator
 from urllib.parse import urlparse
 
-from .docqa import BadRecord, DocQuestion, literal
+from .docqa import BadRecord, DocQuestion, literal, read_jsonl, record_problem
 
 SPLITS = ("train", "dev", "test")
 REQUIRED = ("deck_name", "image_urls", "qa_id", "question", "answer", "evidence_pages")
@@ -66,29 +65,22 @@ def answer_format(answer: str) -> tuple[object, str]:
 def read_questions(root: str | Path, split: str = "test") -> Iterator[DocQuestion | BadRecord]:
     """Every QA line of a split in file order; unusable lines come back as BadRecord."""
     path = qa_file(root, split)
-    with open(path, encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield BadRecord(str(path), f"line {line_no}", f"invalid JSON: {exc}")
-                continue
-            reason = _problem(record)
-            if reason:
-                yield BadRecord(str(path), f"line {line_no} (qa_id {record.get('qa_id')})", reason)
-                continue
+    for line_no, record in read_jsonl(path):
+        if isinstance(record, BadRecord):
+            yield record
+            continue
+        reason = _problem(record)
+        if reason:
+            yield BadRecord(str(path), f"line {line_no} (qa_id {record.get('qa_id')})", reason)
+        else:
             yield _question(record, split)
 
 
 def _problem(record: dict) -> str:
-    missing = [key for key in REQUIRED if key not in record]
-    if missing:
-        return f"missing fields {missing}"
+    problem = record_problem(record, REQUIRED)
+    if problem:
+        return problem
     pages = record["evidence_pages"]
-    if not isinstance(pages, list) or not all(isinstance(p, int) for p in pages):
-        return f"evidence_pages {pages!r} is not a list of page numbers"
     if any(not 1 <= p <= len(record["image_urls"]) for p in pages):
         return f"evidence_pages {pages} outside the deck's {len(record['image_urls'])} slides"
     return ""
@@ -99,7 +91,7 @@ def _question(record: dict, split: str) -> DocQuestion:
     raw = {k: v for k, v in record.items() if k != "image_urls"}
     raw["split"] = split
     return DocQuestion(
-        qid=f"slidevqa-{split}-{record['qa_id']}", source="slidevqa", doc_id=record["deck_name"],
+        qid=f"{split}-{record['qa_id']}", source="slidevqa", doc_id=record["deck_name"],
         question=record["question"], answer=answer, answer_format=fmt,
         answer_pages=tuple(p - 1 for p in record["evidence_pages"]),
         evidence_sources=(), raw=raw)
@@ -108,12 +100,7 @@ def _question(record: dict, split: str) -> DocQuestion:
 def read_decks(root: str | Path, split: str = "test") -> dict[str, list[str]]:
     """deck_name -> image_urls for every deck of a split (QA lines repeat them per question)."""
     decks: dict[str, list[str]] = {}
-    with open(qa_file(root, split), encoding="utf-8") as handle:
-        for line in handle:
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict) and "deck_name" in record and "image_urls" in record:
-                decks.setdefault(record["deck_name"], record["image_urls"])
+    for _, record in read_jsonl(qa_file(root, split)):
+        if isinstance(record, dict) and "deck_name" in record and "image_urls" in record:
+            decks.setdefault(record["deck_name"], record["image_urls"])
     return dict(sorted(decks.items()))
