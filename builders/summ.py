@@ -22,7 +22,6 @@ Procedure (MMLongBench, "Summarization" category):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import groupby
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
@@ -164,10 +163,7 @@ class Summarization(MMLBBuilder):
 
     def render(self, pages: Sequence[Page]) -> list:
         """ImageRefs of ``pages`` in order, rendered once per (file, page, dpi) via the store."""
-        refs: list = []
-        for path, run in groupby(pages, key=lambda p: p.path):  # one call per run of one file
-            refs += pdf.render_pages(self.store, path, [p.index for p in run], self.dpi, num_proc=self.num_proc)
-        return refs
+        return pdf.render_page_refs(self.store, [(p.path, p.index) for p in pages], self.dpi, self.num_proc)
 
     def emit(self, *, example_id: str, template: str, pages: list[Page], packed: Packed,
              reference: str, meta: dict) -> dict:
