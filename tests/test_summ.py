@@ -113,13 +113,19 @@ def test_gov_report_drops_overlong_reports_and_bad_pdfs(tmp_path, counter):
     assert "PDF not found" in reasons["GAO_GAO-10-4"]
 
 
-def test_gov_report_download_then_build(tmp_path, counter):
-    """End to end: PDFs fetched by id from a loopback server, then built."""
+def gao_release_without_pdfs(tmp_path, prefix: str, body_pages: int):
+    """A GovReport release lacking its PDFs, and the PDFs as a server would serve them."""
     numbers = ["GAO-12-604", "GAO-14-1"]
     root = tmp_path / "rel"
     make_govreport_release(root, numbers, with_pdfs=False)
-    files = {f"/assets/{n.lower()}.pdf": make_gao_pdf(tmp_path / "src" / f"{n}.pdf", n, body_pages=3,
-                                                      size=SMALL).read_bytes() for n in numbers}
+    files = {f"{prefix}/{n.lower()}.pdf": make_gao_pdf(tmp_path / "src" / f"{n}.pdf", n, body_pages=body_pages,
+                                                       size=SMALL).read_bytes() for n in numbers}
+    return root, files
+
+
+def test_gov_report_download_then_build(tmp_path, counter):
+    """End to end: PDFs fetched by id from a loopback server, then built."""
+    root, files = gao_release_without_pdfs(tmp_path, "/assets", body_pages=3)
     records = list(govreport.iter_records(root))
     with LoopbackServer(files) as srv:
         specs = govreport.pdf_specs(records, root / "gov-report" / "pdfs", url_template=srv.url("/assets/{doc_id}.pdf"),
@@ -247,11 +253,7 @@ def test_gov_report_on_a_real_pdf_without_highlights(tmp_path, real_data, counte
 def test_mmlb_fetch_command_downloads_and_resumes(tmp_path, capsys):
     from mmlbdata.cli import main
 
-    numbers = ["GAO-12-604", "GAO-14-1"]
-    root = tmp_path / "rel"
-    make_govreport_release(root, numbers, with_pdfs=False)
-    files = {f"/a/{n.lower()}.pdf": make_gao_pdf(tmp_path / "src" / f"{n}.pdf", n, body_pages=1,
-                                                 size=SMALL).read_bytes() for n in numbers}
+    root, files = gao_release_without_pdfs(tmp_path, "/a", body_pages=1)
     bad = dict(files)
     del bad["/a/gao-14-1.pdf"]
     argv = ["fetch", f"govreport={root}", "--no-progress", "--retries", "0"]
