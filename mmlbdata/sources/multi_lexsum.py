@@ -15,13 +15,13 @@ builds their downloads from the ``url`` the release records for each document.
 """
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
 from mmlbdata.download import FileSpec, hub_spec
+from mmlbdata.sources.docqa import BadRecord, read_jsonl
 from mmlbdata.sources.jsonstream import iter_object_items
 
 log = logging.getLogger(__name__)
@@ -76,17 +76,12 @@ def release_root(root: Path, version: str | None = None) -> Path:
 
 
 def _iter_split(path: Path, on_skip: SkipFn) -> Iterator[dict]:
-    with open(path, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                case = json.loads(line)
-                if not isinstance(case.get("case_id"), str) or not isinstance(case.get("case_documents"), list):
-                    raise ValueError("missing case_id or case_documents")
-            except (ValueError, AttributeError) as err:
-                on_skip(str(path), f"line {line_no}", f"bad case: {err}")
-                continue
+    for line_no, case in read_jsonl(path):
+        if isinstance(case, BadRecord):
+            on_skip(case.file, case.record, f"bad case: {case.reason}")
+        elif not isinstance(case.get("case_id"), str) or not isinstance(case.get("case_documents"), list):
+            on_skip(str(path), f"line {line_no}", "bad case: missing case_id or case_documents")
+        else:
             yield case
 
 
