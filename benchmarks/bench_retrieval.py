@@ -17,10 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-
-def _data_root() -> Path:
-    root = os.environ.get("MMLB_TEST_DATA")
-    return Path(root) if root else Path(__file__).resolve().parents[1].parent / "shared" / "data"
+from benchmarks._util import table, test_data
 
 
 def _rss_mb() -> float:
@@ -28,21 +25,21 @@ def _rss_mb() -> float:
 
 
 class Table:
+    """Rows of (stage, work, seconds, rate, peak RSS) printed with the shared table helper."""
+
+    columns = ["stage", "work", "seconds", "rate", "peak RSS MB"]
+
     def __init__(self):
-        self.rows = []
+        self.rows: list[dict] = []
 
     def add(self, stage: str, work: int, unit: str, seconds: float) -> None:
         rate = work / seconds if seconds > 0 else float("inf")
-        self.rows.append((stage, f"{work} {unit}", f"{seconds:.2f}", f"{rate:,.1f} {unit}/s", f"{_rss_mb():.0f}"))
+        self.rows.append({"stage": stage, "work": f"{work} {unit}", "seconds": f"{seconds:.2f}",
+                          "rate": f"{rate:,.1f} {unit}/s", "peak RSS MB": f"{_rss_mb():.0f}"})
         print(f"  {stage}: {rate:,.1f} {unit}/s", flush=True)
 
     def print(self) -> None:
-        header = ("stage", "work", "seconds", "rate", "peak RSS MB")
-        widths = [max(len(str(r[i])) for r in self.rows + [header]) for i in range(len(header))]
-        line = " | ".join(h.ljust(w) for h, w in zip(header, widths))
-        print("\n" + line + "\n" + "-+-".join("-" * w for w in widths))
-        for row in self.rows:
-            print(" | ".join(str(c).ljust(w) for c, w in zip(row, widths)))
+        print("\n" + table(self.rows, self.columns))
 
 
 def _queries(corpus, n: int) -> list[str]:
@@ -58,7 +55,7 @@ def bench_retrieval(table: Table, cache: Path, args) -> None:
     from mmlbdata.retrieval.corpus import build_corpus
     from mmlbdata.retrieval.dense import DenseEncoder, DenseIndex, Reranker, bundled_test_model
 
-    source = _data_root() / "text" / "wikitext2_raw_wiki.test.raw"
+    source = test_data() / "text" / "wikitext2_raw_wiki.test.raw"
     t = time.perf_counter()
     corpus = build_corpus(source, cache / "corpus")
     table.add("corpus: chunk + write (WikiText)", len(corpus), "passages", time.perf_counter() - t)
@@ -111,7 +108,7 @@ def bench_icl(table: Table, tmp: Path, args) -> None:
     from mmlbdata.store import ImageStore
     from mmlbdata.tokens import TokenCounter
 
-    src = _data_root() / "images" / "imagenet_samples_100"
+    src = test_data() / "images" / "imagenet_samples_100"
     entries = sorted(json.loads((src / "labels.json").read_text()), key=lambda e: e["file"])
     root = tmp / "classes"
     for i in range(0, len(entries), 2):
@@ -119,7 +116,7 @@ def bench_icl(table: Table, tmp: Path, args) -> None:
         folder.mkdir(parents=True)
         for entry in entries[i:i + 2]:
             (folder / entry["file"]).symlink_to(src / entry["file"])
-    counter = TokenCounter(_data_root() / "llama2" / "tokenizer.model")
+    counter = TokenCounter(test_data() / "llama2" / "tokenizer.model")
     builder = ManyShotICL("food101_128k", sources={"food101": root}, store=ImageStore(tmp / "store"),
                           counter=counter, report=BuildReport(), options={"num_test": args.rows})
     t = time.perf_counter()
