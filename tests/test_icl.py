@@ -90,7 +90,7 @@ def test_hymenoptera_two_classes(real_data, counter, tmp_path):
     assert sorted(json.loads(r["meta"])["test_class"] for r in rows) == ["ants", "ants", "bees", "bees"]
 
 
-@pytest.mark.parametrize("key", ["8k", "32k"])
+@pytest.mark.parametrize("key", list(CLASS_COUNTS))
 def test_imagenet_class_counts_per_length(imagenet_classes, counter, tmp_path, key):
     rows, _ = build(f"cars196_{key}", "cars196", imagenet_classes, counter, tmp_path, num_test=3)
     assert len(rows) == 3
