@@ -104,7 +104,11 @@ class VisualRAG(MMLBBuilder):
 
     # -- setup -----------------------------------------------------------------------------------
     def cache_dir(self) -> Path:
-        return Path(self.option("cache_dir") or default_cache_dir())
+        """Corpus and index caches: the ``cache_dir`` option, else ``retrieval/`` beside the image
+        store (so ``mmlb build --cache-dir DIR`` keeps both under DIR)."""
+        if self.option("cache_dir"):
+            return Path(self.option("cache_dir"))
+        return self.store.root.parent / "retrieval" if self.store else default_cache_dir()
 
     def retriever(self, corpus: Corpus) -> Retriever:
         model = self.option("model", DEFAULT_MODEL)

@@ -215,3 +215,18 @@ def test_viquae_gold_follows_the_provenance_span(viquae_root, wikitext, counter,
     assert span == "The Bill" and span in rendered
     assert rows[0]["num_tokens"] > 8192
     assert render_passage({"title": "Robert Boulter", "text": "x"}) == "Document (Title: Robert Boulter): x"
+
+
+def test_cli_build_writes_a_loadable_config(viquae_root, wikitext, tmp_path, options, tokenizer_path):
+    """The `mmlb build` path: string options, parquet output that `datasets` loads back."""
+    import datasets
+
+    from mmlbdata.build import build_config
+
+    result = build_config("viquae_8k", {"viquae": viquae_root, "kilt": wikitext}, tmp_path / "out", limit=1,
+                          options={k: str(v) for k, v in options.items()}, store_root=tmp_path / "c" / "store",
+                          tokenizer=tokenizer_path, progress=False)
+    assert result.ok, result.error
+    ds = datasets.load_dataset(str(tmp_path / "out"), "viquae_8k", split="test")
+    assert len(ds) == 6 and ds[0]["metric"] == "sub_em" and len(ds[0]["images"]) == 1
+    assert [json.loads(m)["depth"] for m in ds["meta"]] == list(DEPTHS)
