@@ -14,13 +14,13 @@ are every string of ``answer`` and ``answer_eval`` (ranges have no string form t
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
 
 from ..report import BuildReport
 from ..store import BadImageError, ImageRef, ImageStore
+from .docqa import BadRecord, read_jsonl
 
 LAYOUT = ("InfoSeek release: infoseek_<split>.jsonl + infoseek_<split>_withkb.jsonl, and OVEN images "
           "<image_id>.jpg (flat, in images/ or oven_images/, or in two-digit folders)")
@@ -82,19 +82,12 @@ def checked_image(store: ImageStore, path: Path, report: BuildReport, file: Path
 
 
 def _read_jsonl(path: Path, report: BuildReport) -> Iterator[tuple[int, dict]]:
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError as exc:
-                report.skip(path, f"line {lineno}", f"invalid JSON ({exc})")
-                continue
-            if not isinstance(record, dict):
-                report.skip(path, f"line {lineno}", "not a JSON object")
-                continue
-            yield lineno, record
+    """(line number, record) of a JSON-lines file; bad lines are reported and skipped."""
+    for lineno, record in read_jsonl(path):
+        if isinstance(record, BadRecord):
+            report.skip(record.file, record.record, record.reason)
+            continue
+        yield lineno, record
 
 
 def read_withkb(path: Path, report: BuildReport) -> dict[str, tuple[str, str]]:
