@@ -249,21 +249,18 @@ def _resolve_null_ends(cues: Sequence[Cue], offset: float, duration: float,
 
 
 def clip_cues(cues: Iterable[Cue], offset: float, duration: float, *,
-              null_end: str = "next", clip: bool = True) -> list[Cue]:
+              null_end: str = "next") -> list[Cue]:
     """Cues on the clip axis: null ends resolved, shifted by ``-offset``, kept in [0, duration].
 
-    With ``clip=False`` the shift is applied but nothing is dropped or clipped (the original
-    loader's behaviour, for reproduction).
+    A cue overlapping the clip only in part is clipped to it (its midpoint, which orders it
+    among the frames, then lies inside the clip).
     """
-    cues = _resolve_null_ends(list(cues), offset, duration, null_end)
     out = []
-    for cue in cues:
+    for cue in _resolve_null_ends(list(cues), offset, duration, null_end):
         start, end = cue.start - offset, cue.end - offset
-        if clip:
-            if end < 0 or start > duration:
-                continue
-            start, end = max(start, 0.0), min(end, duration)
-        out.append(Cue(start, end, cue.text))
+        if end < 0 or start > duration:
+            continue
+        out.append(Cue(max(start, 0.0), min(end, duration), cue.text))
     return out
 
 

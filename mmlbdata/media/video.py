@@ -16,7 +16,6 @@ token count, is known from the stream header without decoding anything.
 """
 from __future__ import annotations
 
-import hashlib
 import io
 import math
 import os
@@ -205,15 +204,14 @@ def encode_jpeg(frame, size: tuple[int, int], quality: int = 90) -> bytes:
 
 @lru_cache(maxsize=256)
 def _digest(path: str, size: int, mtime_ns: int) -> str:
-    sha = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            sha.update(block)
-    return sha.hexdigest()
+    from mmlbdata.store import file_sha256
+
+    return file_sha256(path)
 
 
 def file_digest(path: str | Path) -> str:
-    """sha256 of the file's bytes, memoised per (path, size, mtime)."""
+    """sha256 of the file's bytes, memoised per (path, size, mtime): a video's frames are keyed
+    on it, and many questions share one video."""
     stat = os.stat(path)
     return _digest(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
 
