@@ -65,9 +65,13 @@ def _open(path: str | Path):
 
 
 def _video_stream(container, path):
-    if not container.streams.video:
-        raise VideoError(f"{path}: no video stream")
-    return container.streams.video[0]
+    """The first real video stream (cover art in audio files is a one-picture 'video')."""
+    from av.stream import Disposition
+
+    for stream in container.streams.video:
+        if not stream.disposition & Disposition.attached_pic:
+            return stream
+    raise VideoError(f"{path}: no video stream")
 
 
 def _fps(stream, path) -> Fraction:
