@@ -146,7 +146,8 @@ class LongVideoBench(MMLBBuilder):
                     return None
                 n, meta["next_num_tokens"] = chosen
             else:
-                n = num_sampled(row.duration, int(self.option("max_frames", 64)))
+                n = num_sampled(row.duration, int(self.option("max_frames", 64)),
+                                float(self.option("max_fps", 1.0)))
             indices = frame_indices(row.duration, info.fps, n)
             stamps = frame_timestamps(indices, info.fps)
             items = self.items(stamps, cues, variant)

@@ -41,6 +41,7 @@ def tears_frames(tears):
 def test_sampling_rule():
     assert num_sampled(6.166, 64) == 6 and num_sampled(3600.5, 256) == 256
     assert num_sampled(0.4, 64) == 1  # the original divides by zero here
+    assert num_sampled(70.5, 256, max_fps=4) == 256 and num_sampled(70.5, 256, max_fps=2) == 141
     # T = int(70.5 * 24) = 1692, n = 64 -> step int(1692 / 64) = 26
     idx = frame_indices(70.5, 24.0, 64)
     assert idx[:3] == [0, 26, 52] and idx[-1] == 26 * 63 and len(idx) == 64

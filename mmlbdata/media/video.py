@@ -93,12 +93,13 @@ def probe(path: str | Path) -> VideoInfo:
         return VideoInfo(str(path), float(fps), width, height, duration)
 
 
-def num_sampled(duration: float, max_frames: int) -> int:
+def num_sampled(duration: float, max_frames: int, max_fps: float = 1.0) -> int:
     """LongVideoBench's frame count: ``min(max_frames, int(duration))``, at least 1.
 
+    ``max_fps`` generalises the benchmark's "at most 1 frame per second" (1.0 reproduces it).
     The original divides by zero for clips under 1 s; one frame is the sensible reading.
     """
-    return max(1, min(int(max_frames), int(duration)))
+    return max(1, min(int(max_frames), int(duration * max_fps)))
 
 
 def frame_indices(duration: float, fps: float, n: int) -> list[int]:
