@@ -14,7 +14,13 @@ Configs: ``lvb_{val,test}_{64f,256f}`` (the originals; ``length`` is 0: no budge
 ``_frames`` (no subtitles) and ``lvb_{val,test}_subs`` (subtitles only) variants, and the
 standardized ``lvb_{val,test}_{8k..128k}``, for which the core packer picks the number of
 frames (sampled by the same rule, beyond 1 fps when the budget asks for it) so that frames
-plus the subtitles they bring fill the budget by the invariant.
+plus the subtitles they bring fill the budget by the invariant. A clip whose every frame
+still leaves the budget unfilled is reported and skipped (as Visual Haystack does).
+
+Options (``--option KEY=VALUE``): ``frame_size`` (longest side of stored frames, default 768,
+never upscaled), ``jpeg_quality`` (90), ``max_fps`` (1.0, the paper's cap), ``decode_threads``
+(0 = FFmpeg's choice), ``null_end`` (``next``; ``original`` reproduces the reference loader),
+``subtitles_full_track`` (subtitles-only variant: the reference loader's whole source track).
 """
 from __future__ import annotations
 

@@ -251,3 +251,25 @@ def test_bad_input_skipped_and_reported(release, tmp_path, counter):
     assert "'duration' must be a finite number" in reasons["friday_15"]
     assert "friday_16" in reasons
     assert all(s.file.endswith("lvb_val.json") for s in report.skipped)
+
+
+# -- the release reader ------------------------------------------------------------------------------
+
+def test_reader_types_and_validation(release):
+    from mmlbdata.sources.lvb import LVBRecordError, parse_row, read_annotations
+
+    (row, *_) = read_annotations(release, "val")
+    assert row.candidates[0] == "Hildy!\n" and row.correct_choice == 0 and row.answer_letter == "A"
+    assert row.position == (120, 30) and row.starting_timestamp_for_subtitles == 100.0
+    (test_row,) = read_annotations(release, "test")
+    assert test_row.correct_choice is None and test_row.answer_letter is None
+    good = json.loads((release / "lvb_val.json").read_text())[0]
+    for change, message in [({"correct_choice": 4}, "out of range"),
+                            ({"video_path": "../../etc/passwd"}, "relative path inside"),
+                            ({"candidates": ["a"] * 6}, "2-5 strings"),
+                            ({"starting_timestamp_for_subtitles": -1}, ">= 0"),
+                            ({"duration_group": "15"}, "integer")]:
+        with pytest.raises(LVBRecordError, match=message):
+            parse_row({**good, **change}, require_answer=True)
+    with pytest.raises(LVBRecordError, match="missing 'correct_choice'"):
+        parse_row({k: v for k, v in good.items() if k != "correct_choice"}, require_answer=True)
