@@ -138,29 +138,15 @@ class LongVideoBench(MMLBBuilder):
                 "topic_category": row.topic_category, "level": row.level,
                 "position": list(row.position), "variant": variant,
                 "starting_timestamp_for_subtitles": row.starting_timestamp_for_subtitles,
-                "question_wo_referring_query": row.question_wo_referring_query}
+                "question_wo_referring_query": row.question_wo_referring_query,
+                "candidates": list(row.candidates)}
         if variant == "subtitles":
-            items: list[Item] = [cue.text for cue in cues]
-            refs, indices, stamps = [], [], []
+            items, refs, indices, stamps = [cue.text for cue in cues], [], [], []
         else:
-            video = root / "videos" / row.video_path
-            info = probe(video)
-            size = output_size(info.width, info.height, self.option("frame_size", DEFAULT_FRAME_SIZE))
-            if self.length:
-                chosen = self.choose_frames(row, info.fps, size, cues, variant)
-                if chosen is None:
-                    return None
-                n, meta["next_num_tokens"] = chosen
-            else:
-                n = num_sampled(row.duration, int(self.option("max_frames", 64)),
-                                float(self.option("max_fps", 1.0)))
-            indices = frame_indices(row.duration, info.fps, n)
-            stamps = frame_timestamps(indices, info.fps)
-            items = self.items(stamps, cues, variant)
-            refs = store_frames(self.store, video, indices, max_side=max(size),
-                                quality=int(self.option("jpeg_quality", 90)),
-                                threads=int(self.option("decode_threads", 0)), info=info)
-            meta.update(fps=info.fps, frame_size=list(size))
+            sampled = self.frames(root, row, cues, variant, meta)
+            if sampled is None:
+                return None
+            items, refs, indices, stamps = sampled
         prompt = build_prompt(items, row.question, row.candidates)
         meta.update(num_frames=len(refs), frame_indices=indices,
                     frame_timestamps=[round(t, 4) for t in stamps],
@@ -169,8 +155,30 @@ class LongVideoBench(MMLBBuilder):
         return make_example(
             id=row.id, dataset=self.config.dataset, length=self.length or 0,
             num_tokens=self.counter.example(prompt, refs), prompt=prompt, images=refs,
-            question=row.question, answers=[letter] if letter else [], metric=METRIC,
-            meta={**meta, "candidates": list(row.candidates)})
+            question=row.question, answers=[letter] if letter else [], metric=METRIC, meta=meta)
+
+    def frames(self, root: Path, row: LVBRow, cues: Sequence[Cue], variant: str, meta: dict):
+        """Sample, store and interleave the row's frames: (items, refs, indices, timestamps),
+        or None when a standardized length cannot be filled (reported)."""
+        video = root / "videos" / row.video_path
+        info = probe(video)
+        max_side = self.option("frame_size", DEFAULT_FRAME_SIZE)
+        size = output_size(info.width, info.height, max_side)
+        if self.length:
+            chosen = self.choose_frames(row, info.fps, size, cues, variant)
+            if chosen is None:
+                return None
+            n, meta["next_num_tokens"] = chosen
+        else:
+            n = num_sampled(row.duration, int(self.option("max_frames", 64)),
+                            float(self.option("max_fps", 1.0)))
+        indices = frame_indices(row.duration, info.fps, n)
+        stamps = frame_timestamps(indices, info.fps)
+        refs = store_frames(self.store, video, indices, max_side=max_side,
+                            quality=int(self.option("jpeg_quality", 90)),
+                            threads=int(self.option("decode_threads", 0)), info=info)
+        meta.update(fps=info.fps, frame_size=list(size))
+        return self.items(stamps, cues, variant), refs, indices, stamps
 
     @staticmethod
     def items(stamps: Sequence[float], cues: Sequence[Cue], variant: str) -> list[Item]:
