@@ -15,7 +15,8 @@ Configs: ``lvb_{val,test}_{64f,256f}`` (the originals; ``length`` is 0: no budge
 standardized ``lvb_{val,test}_{8k..128k}``, for which the core packer picks the number of
 frames (sampled by the same rule, beyond 1 fps when the budget asks for it) so that frames
 plus the subtitles they bring fill the budget by the invariant. A clip whose every frame
-still leaves the budget unfilled is reported and skipped (as Visual Haystack does).
+still leaves the budget unfilled gets larger frames (``frame_size_ladder``: 1024, 1280, 1536 px,
+upscaled if need be); past the ladder it is reported and skipped (as Visual Haystack does).
 
 Options (``--option KEY=VALUE``): ``frame_size`` (longest side of stored frames, default 768,
 never upscaled), ``jpeg_quality`` (90), ``max_fps`` (1.0, the paper's cap), ``decode_threads``
@@ -30,8 +31,8 @@ from typing import Iterator, Sequence
 from mmlbdata.lengths import BudgetError, fill
 from mmlbdata.media.interleave import Item, interleave
 from mmlbdata.media.subtitles import Cue, SubtitleError, clip_cues, read_subtitles
-from mmlbdata.media.video import (VideoError, frame_indices, frame_timestamps, num_sampled,
-                                  output_size, probe, store_frames)
+from mmlbdata.media.video import (VideoError, VideoInfo, frame_indices, frame_timestamps,
+                                  num_sampled, output_size, probe, store_frames)
 from mmlbdata.schema import make_example
 from mmlbdata.sources.lvb import LAYOUT, LVBRow, annotation_path, read_annotations
 from mmlbdata.tokens import IMAGE_PLACEHOLDER
@@ -43,6 +44,8 @@ METRIC = "lvb_mc"
 SPLITS = {"lvb_val": "val", "lvb_test": "test"}
 VARIANTS = ("interleaved", "frames", "subtitles")
 DEFAULT_FRAME_SIZE = 768  # longest side of a stored frame (never upscaled)
+# Longest sides tried, in order, when a standardized length cannot be filled at frame_size.
+FRAME_SIZE_LADDER = (1024, 1280, 1536)
 
 
 def _clean(text: str) -> str:
@@ -162,19 +165,18 @@ class LongVideoBench(MMLBBuilder):
         or None when a standardized length cannot be filled (reported)."""
         video = root / "videos" / row.video_path
         info = probe(video)
-        max_side = self.option("frame_size", DEFAULT_FRAME_SIZE)
-        size = output_size(info.width, info.height, max_side)
+        size = output_size(info.width, info.height, self.option("frame_size", DEFAULT_FRAME_SIZE))
         if self.length:
-            chosen = self.choose_frames(row, info.fps, size, cues, variant)
+            chosen = self.choose_frames(row, info, cues, variant)
             if chosen is None:
                 return None
-            n, meta["next_num_tokens"] = chosen
+            n, size, meta["next_num_tokens"] = chosen
         else:
             n = num_sampled(row.duration, int(self.option("max_frames", 64)),
                             float(self.option("max_fps", 1.0)))
         indices = frame_indices(row.duration, info.fps, n)
         stamps = frame_timestamps(indices, info.fps)
-        refs = store_frames(self.store, video, indices, max_side=max_side,
+        refs = store_frames(self.store, video, indices, size=size,
                             quality=int(self.option("jpeg_quality", 90)),
                             threads=int(self.option("decode_threads", 0)), info=info)
         meta.update(fps=info.fps, frame_size=list(size))
@@ -186,12 +188,39 @@ class LongVideoBench(MMLBBuilder):
             return list(range(len(stamps)))
         return interleave(stamps, cues)
 
-    def choose_frames(self, row: LVBRow, fps: float, size: tuple[int, int],
-                      cues: Sequence[Cue], variant: str) -> tuple[int, int | None] | None:
-        """Frame count filling the budget: the core packer over 1..T frames, each count
-        measured exactly (its frames' tokens plus the prompt with the lines they bring)."""
+    def frame_size_ladder(self, info: VideoInfo) -> list[tuple[int, int]]:
+        """Frame sizes to try, smallest first: the configured size, then larger longest sides
+        (``frame_size_ladder`` option) for clips too short to fill the budget otherwise."""
+        first = int(self.option("frame_size", DEFAULT_FRAME_SIZE) or max(info.width, info.height))
+        sides = [first] + [s for s in self.option("frame_size_ladder", FRAME_SIZE_LADDER) if s > first]
+        sizes = [output_size(info.width, info.height, first)]
+        sizes += [output_size(info.width, info.height, side, upscale=True) for side in sides[1:]]
+        return list(dict.fromkeys(sizes))
+
+    def choose_frames(self, row: LVBRow, info: VideoInfo, cues: Sequence[Cue],
+                      variant: str) -> tuple[int, tuple[int, int], int] | None:
+        """(frame count, frame size, next_num_tokens) filling the budget.
+
+        The core packer runs over 1..T frames, each count measured exactly (its frames' tokens
+        plus the prompt with the lines they bring). If every frame of the clip at one size still
+        leaves the budget unfilled, the next larger size is tried; past the last, the question
+        is reported and skipped.
+        """
+        total = int(row.duration * info.fps)
+        for size in self.frame_size_ladder(info):
+            packed = self._pack_frames(row, info.fps, size, cues, variant, total)
+            if not packed.exhausted:
+                if not packed.items:
+                    raise BudgetError(f"not even one frame fits {self.length} tokens "
+                                      f"({packed.next_num_tokens} with one)")
+                return len(packed.items), size, packed.next_num_tokens
+        self.report.skip(self.source("lvb") / "videos" / row.video_path, row.id,
+                         f"{self.config.name}: all {total} frames of the clip at {size[0]}x{size[1]} "
+                         f"fill only {packed.num_tokens} of {self.length} tokens; question skipped")
+        return None
+
+    def _pack_frames(self, row, fps, size, cues, variant, total):
         per_frame = self.counter.image(*size)
-        total = int(row.duration * fps)
 
         def measure(selection: list) -> int:
             n = len(selection)
@@ -199,13 +228,4 @@ class LongVideoBench(MMLBBuilder):
             items = self.items(stamps, cues, variant)
             return self.counter.text(build_prompt(items, row.question, row.candidates)) + n * per_frame
 
-        packed = fill(range(total), self.length, measure, estimate=lambda _: per_frame + 1)
-        if packed.exhausted:
-            self.report.skip(self.source("lvb") / "videos" / row.video_path, row.id,
-                             f"{self.config.name}: all {total} frames of the clip fill only "
-                             f"{packed.num_tokens} of {self.length} tokens; question skipped")
-            return None
-        if not packed.items:
-            raise BudgetError(f"not even one frame fits {self.length} tokens "
-                              f"({packed.next_num_tokens} with one)")
-        return len(packed.items), packed.next_num_tokens
+        return fill(range(total), self.length, measure, estimate=lambda _: per_frame + 1)

@@ -181,6 +181,19 @@ def test_standardized_length_on_friday(release, tmp_path, counter):
     assert ex["num_tokens"] <= 8192 < meta["next_num_tokens"]
     assert meta["num_frames"] == len(ex["images"]) > 6  # beyond 1 fps to fill the budget
     assert ex["num_tokens"] == counter.example(ex["prompt"], ex["images"])
+    assert meta["frame_size"] == [640, 480]
+
+
+def test_short_clip_gets_larger_frames_at_128k(release, tmp_path, counter):
+    """All 184 frames at 640x480 give ~72k tokens: the size ladder moves to 1024x768."""
+    examples, report = build("lvb_val_128k", release, tmp_path, counter)
+    assert report.num_skipped == 0 and len(examples) == 3
+    meta = json.loads(examples[0]["meta"])
+    assert meta["frame_size"] == [1024, 768]
+    assert {(r.width, r.height) for r in examples[0]["images"]} == {(1024, 768)}
+    assert examples[0]["num_tokens"] <= 131072 < meta["next_num_tokens"]
+    _, report = build("lvb_val_128k", release, tmp_path, counter, frame_size_ladder=[])
+    assert report.num_skipped == 3 and "fill only" in report.skipped[0].reason
 
 
 # -- acceptance 2: the 70 s Tears of Steel clip at every standard length ---------------------------

@@ -56,6 +56,7 @@ def test_output_size():
     assert output_size(640, 480, 768) == (640, 480)  # never upscaled
     assert output_size(1080, 1920, 768) == (432, 768)
     assert output_size(800, 332, None) == (800, 332)
+    assert output_size(640, 480, 1024, upscale=True) == (1024, 768)
 
 
 def test_probe(tears, real_data):

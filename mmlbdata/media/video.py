@@ -120,10 +120,12 @@ def frame_timestamps(indices: Sequence[int], fps: float) -> list[float]:
     return [index / fps for index in indices]
 
 
-def output_size(width: int, height: int, max_side: int | None) -> tuple[int, int]:
-    """Frame size after scaling the longest side down to ``max_side`` (never up); even sizes
-    are not required for JPEG, so only rounding applies."""
-    if not max_side or max(width, height) <= max_side:
+def output_size(width: int, height: int, max_side: int | None, *,
+                upscale: bool = False) -> tuple[int, int]:
+    """Frame size with the longest side scaled to ``max_side``: only down unless ``upscale``
+    (standardized lengths may need larger frames from a short clip)."""
+    if not max_side or max(width, height) == max_side or (
+            max(width, height) < max_side and not upscale):
         return width, height
     scale = max_side / max(width, height)
     return max(1, round(width * scale)), max(1, round(height * scale))
@@ -239,13 +241,16 @@ class _LazyDecoder:
 
 
 def store_frames(store, path: str | Path, indices: Sequence[int], *, max_side: int | None = None,
-                 quality: int = 90, threads: int = 0, info: VideoInfo | None = None) -> list:
+                 size: tuple[int, int] | None = None, quality: int = 90, threads: int = 0,
+                 info: VideoInfo | None = None) -> list:
     """Store the sampled frames as JPEGs and return their ImageRefs, in ``indices`` order.
 
+    The frame size is ``size`` if given, else the stream's scaled down to ``max_side``.
     Frames already in the store (same video bytes, index, size, quality) are not decoded.
     """
-    info = info or probe(path)
-    size = output_size(info.width, info.height, max_side)
+    if size is None:
+        info = info or probe(path)
+        size = output_size(info.width, info.height, max_side)
     digest = file_digest(path)
     decoder = _LazyDecoder(path, indices, threads)
     refs = []
