@@ -152,6 +152,10 @@ def extract_class_label(text: str) -> int | None:
 # Each benchmark is a list of rules tried in order; a rule is (pattern, which match to take).
 # The letter group is always group 1. Patterns are compiled per letter set.
 
+# A capital letter standing alone, not used as a word ("I think", "A cat": followed by a
+# lowercase word), so the pronoun I and the article A are not read as options.
+_STANDALONE = r"(?<![A-Za-z'])([{L}])(?![A-Za-z'])(?!\s+[a-z])"
+
 LETTER_RULES = {
     # MMLongBench / HELMET extract_choice_letter (case-sensitive letters).
     "mmlongbench": [
@@ -164,11 +168,11 @@ LETTER_RULES = {
     "readbench": [
         (r"answer\s*:\s*\**\(?([{L}])\)?\**(?![A-Za-z])", "last", re.IGNORECASE),
         (r"answer is\s*:?\s*\**\(?([{L}])\)?\**(?![A-Za-z])", "last", re.IGNORECASE),
-        (r"(?<![A-Za-z'])([{L}])(?![A-Za-z'])", "last", 0),
+        (_STANDALONE, "last", 0),
     ],
     # LongVideoBench: drop answer preambles, then the first standalone letter.
     "lvb": [
-        (r"(?<![A-Za-z'])([{L}])(?![A-Za-z'])", "first", 0),
+        (_STANDALONE, "first", 0),
     ],
 }
 

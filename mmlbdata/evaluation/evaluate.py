@@ -1,0 +1,151 @@
+"""Score a predictions JSONL against a built config: the engine behind ``mmlb eval``.
+
+Predictions: one JSON object per line, ``{"id": ..., "config": ..., "prediction": "..."}``
+(extra keys kept). Bad lines, unknown ids, duplicates and missing predictions are reported,
+never fatal. Examples are read without their images (nothing is decoded).
+"""
+from __future__ import annotations
+
+import json
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from .metrics import get_metric
+from .metrics.common import meta_of
+from .metrics.registry import ScoreResult, mean
+
+log = logging.getLogger(__name__)
+
+EXAMPLE_COLUMNS = ("id", "dataset", "length", "num_tokens", "question", "answers", "metric", "meta")
+
+
+@dataclass
+class Predictions:
+    rows: dict[str, dict[str, dict]] = field(default_factory=dict)  # config ("" = any) -> id -> row
+    malformed: list[dict] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)
+
+    def configs(self) -> list[str]:
+        return sorted(c for c in self.rows if c)
+
+    def for_config(self, config: str) -> dict[str, dict]:
+        merged = dict(self.rows.get("", {}))
+        merged.update(self.rows.get(config, {}))
+        return merged
+
+
+def read_predictions(path: str | Path) -> Predictions:
+    """Parse the JSONL; a line that is not an object with a string ``id`` and a string
+    ``prediction`` is recorded in ``malformed`` with its line number and why."""
+    preds = Predictions()
+    with open(path, encoding="utf-8") as f:
+        for line_no, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                preds.malformed.append({"line": line_no, "error": f"not JSON: {exc.msg}"})
+                continue
+            if not isinstance(row, dict) or "id" not in row:
+                preds.malformed.append({"line": line_no, "error": "no 'id' key"})
+                continue
+            if not isinstance(row.get("prediction"), str):
+                preds.malformed.append({"line": line_no, "error": "'prediction' missing or not a string"})
+                continue
+            config, ident = str(row.get("config") or ""), str(row["id"])
+            bucket = preds.rows.setdefault(config, {})
+            if ident in bucket:
+                preds.duplicates.append(ident)
+            bucket[ident] = row
+    return preds
+
+
+def load_examples(data_dir: str | Path, config: str) -> list[dict]:
+    """The config's test split as plain dicts, without the ``images`` column."""
+    import datasets
+
+    ds = datasets.load_dataset(str(data_dir), config, split="test")
+    keep = [c for c in ds.column_names if c in EXAMPLE_COLUMNS]
+    ds = ds.select_columns(keep)
+    return [dict(row) for row in ds]
+
+
+def _length_key(length) -> tuple[int, str]:
+    text = str(length)
+    digits = "".join(ch for ch in text if ch.isdigit())
+    scale = 1024 if text.lower().endswith("k") else 1
+    return (int(digits) * scale if digits else 0, text)
+
+
+def category_of(example: dict) -> str:
+    return str(meta_of(example).get("category") or example.get("dataset") or "unknown")
+
+
+def _table(values: Iterable[tuple[str, float]]) -> dict:
+    groups = defaultdict(list)
+    for key, score in values:
+        groups[key].append(score)
+    return {k: {"score": mean(v), "n": len(v)} for k, v in sorted(groups.items(), key=lambda kv: _length_key(kv[0]) if kv[0][:1].isdigit() else (0, kv[0]))}
+
+
+def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_options: dict | None = None) -> dict:
+    """Score one config: per metric, aggregates; tables by category/length/meta groups;
+    per-example {id, score, parsed}; problems (unknown ids, missing predictions)."""
+    metric_options = metric_options or {}
+    by_id = {str(e["id"]): e for e in examples}
+    unknown = sorted(i for i in predictions if i not in by_id)
+    missing = sorted(i for i in by_id if i not in predictions)
+    scored: list[tuple[dict, ScoreResult]] = []
+    metrics_out, groups_out = {}, defaultdict(dict)
+    by_metric = defaultdict(list)
+    for ident, example in by_id.items():
+        if ident in predictions:
+            by_metric[example["metric"]].append(example)
+    for name, exs in sorted(by_metric.items()):
+        metric = get_metric(name, **metric_options.get(name, {}), **metric_options.get("*", {}))
+        results = metric.score_many([predictions[str(e["id"])]["prediction"] for e in exs], exs)
+        metrics_out[name] = metric.aggregate(results, exs)
+        scored.extend(zip(exs, results))
+        for key in metric.group_by:
+            pairs = [(str(meta_of(e)[key]), r.score) for e, r in zip(exs, results) if key in meta_of(e)]
+            if pairs:
+                groups_out[key] = _table(pairs)
+    cat_len = defaultdict(list)
+    for e, r in scored:
+        cat_len[(category_of(e), str(e.get("length")))].append(r.score)
+    return {
+        "n": len(scored),
+        "score": mean(r.score for _, r in scored),
+        "metrics": metrics_out,
+        "by_category": _table((category_of(e), r.score) for e, r in scored),
+        "by_length": _table((str(e.get("length")), r.score) for e, r in scored),
+        "by_category_length": {f"{c}|{l}": {"score": mean(v), "n": len(v)} for (c, l), v in sorted(cat_len.items())},
+        "groups": dict(groups_out),
+        "problems": {"unknown_ids": unknown, "missing_predictions": len(missing),
+                     "missing_ids": missing[:100]},
+        "examples": [{"id": str(e["id"]), "score": r.score, "parsed": r.parsed, **({"extra": r.extra} if r.extra else {})}
+                     for e, r in scored],
+    }
+
+
+def evaluate(predictions_path: str | Path, data_dir: str | Path, configs: list[str] | None = None,
+             metric_options: dict | None = None) -> dict:
+    """Score every requested config (default: the configs named in the predictions)."""
+    preds = read_predictions(predictions_path)
+    configs = configs or preds.configs()
+    if not configs:
+        raise ValueError(f"{predictions_path}: no 'config' in the predictions; pass --config")
+    report = {"predictions": str(predictions_path), "data": str(data_dir), "configs": {},
+              "problems": {"malformed_lines": preds.malformed, "duplicate_ids": sorted(set(preds.duplicates))}}
+    named = set(preds.configs())
+    other = sorted(named - set(configs))
+    if other:
+        report["problems"]["other_configs"] = other
+    for config in configs:
+        examples = load_examples(data_dir, config)
+        report["configs"][config] = evaluate_config(examples, preds.for_config(config), metric_options)
+    return report
