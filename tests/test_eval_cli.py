@@ -1,0 +1,186 @@
+"""``mmlb eval`` and ``mmlb run`` end to end on a small built-dataset folder (real COCO images),
+with the tiny random VLM on CPU and the OpenAI-server backend against a loopback server."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from fake_openai import FakeOpenAI
+from mmlbdata.commands import COMMANDS
+from mmlbdata.commands import eval as eval_cmd
+from mmlbdata.commands import run as run_cmd
+from mmlbdata.runner.chat import to_content
+
+
+def write_built(root: Path, configs: dict[str, list[dict]]) -> Path:
+    """A dataset folder like the writer's: data/<config>/*.parquet + README ``configs:``."""
+    import datasets
+
+    features = datasets.Features({
+        "id": datasets.Value("string"), "dataset": datasets.Value("string"), "length": datasets.Value("string"),
+        "num_tokens": datasets.Value("int64"), "prompt": datasets.Value("string"),
+        "images": datasets.List(datasets.Image()), "question": datasets.Value("string"),
+        "answers": datasets.List(datasets.Value("string")), "metric": datasets.Value("string"),
+        "meta": datasets.Value("string")})
+    yaml = ["---", "configs:"]
+    for name, rows in configs.items():
+        out = root / "data" / name
+        out.mkdir(parents=True)
+        cols = {k: [r[k] for r in rows] for k in features}
+        datasets.Dataset.from_dict(cols, features=features).to_parquet(str(out / "test-00000-of-00001.parquet"))
+        yaml += [f"- config_name: {name}", "  data_files:", "  - split: test", f"    path: data/{name}/*.parquet"]
+    (root / "README.md").write_text("\n".join(yaml + ["---", "", "test data"]) + "\n")
+    return root
+
+
+def row(id, dataset, length, prompt, images, answers, metric, question="", **meta):
+    return {"id": id, "dataset": dataset, "length": length, "num_tokens": 100, "prompt": prompt,
+            "images": [{"bytes": b, "path": None} for b in images], "question": question,
+            "answers": answers, "metric": metric, "meta": json.dumps(meta)}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, coco_mini):
+    pics = [p.read_bytes() for p in sorted((coco_mini / "val2017").glob("*.jpg"))[:3]]
+    vh = [row(f"vh{i}", "visual_haystack", "8k", "Haystack: <image><image>\nQuestion: is there a dog? Answer yes or no.",
+              pics[:2], [gold], "binary_acc", category="NIAH") for i, gold in enumerate(["yes", "no", "yes", "no"])]
+    vh16 = [row("vh16_0", "visual_haystack", "16k", "<image><image><image> Is there a cat?", pics, ["no"],
+                "binary_acc", category="NIAH")]
+    doc = [row("d0", "mmlongbench_doc", "8k", "<image> What share?", pics[:1], ["0.1829"], "mmlongbench_doc",
+               question="What share?", answer_format="Float", evidence_pages="[3]", evidence_sources="['Chart']",
+               category="DocVQA"),
+           row("d1", "mmlongbench_doc", "8k", "<image> How many?", pics[:1], ["8"], "mmlongbench_doc",
+               question="How many?", answer_format="Int", evidence_pages="[1, 2]", category="DocVQA")]
+    return write_built(tmp_path_factory.mktemp("built"),
+                       {"vh_single_8k": vh, "vh_single_16k": vh16, "mmlongbench_doc_8k": doc})
+
+
+def cli(*argv) -> int:
+    parser = argparse.ArgumentParser(prog="mmlb")
+    sub = parser.add_subparsers()
+    eval_cmd.register(sub)
+    run_cmd.register(sub)
+    args = parser.parse_args([str(a) for a in argv])
+    return args.func(args)
+
+
+def write_preds(path: Path, rows: list) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+    return path
+
+
+def test_commands_listed():
+    assert {"eval", "run"} <= set(COMMANDS)
+
+
+def test_eval_tables_report_plot_and_problems(built, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    preds = write_preds(tmp_path / "p.jsonl", [
+        {"id": "vh0", "config": "vh_single_8k", "prediction": "Answer: yes"},
+        {"id": "vh1", "config": "vh_single_8k", "prediction": "Yes, I see one.", "extra": 1},
+        {"id": "vh2", "config": "vh_single_8k", "prediction": "no... actually yes"},
+        "{not json",
+        {"config": "vh_single_8k", "prediction": "no id"},
+        {"id": "ghost", "config": "vh_single_8k", "prediction": "yes"},
+        {"id": "vh16_0", "config": "vh_single_16k", "prediction": "no"},
+    ])
+    out = tmp_path / "out"
+    assert cli("eval", preds, "--data", built, "--config", "vh_single_8k", "--config", "vh_single_16k",
+               "--out", out) == 0
+    printed = capsys.readouterr().out
+    assert "vh_single_8k" in printed and "malformed prediction lines: 2" in printed and "line 4" in printed
+    report = json.loads((out / "report.json").read_text())
+    res = report["configs"]["vh_single_8k"]
+    # vh0 right, vh1 wrong (gold no), vh2 right; vh3 has no prediction
+    assert res["n"] == 3 and res["score"] == pytest.approx(2 / 3)
+    assert {e["id"]: (e["score"], e["parsed"]) for e in res["examples"]} == {
+        "vh0": (1.0, "yes"), "vh1": (0.0, "yes"), "vh2": (1.0, "yes")}
+    assert res["problems"]["unknown_ids"] == ["ghost"] and res["problems"]["missing_predictions"] == 1
+    assert res["by_length"] == {"8k": {"score": pytest.approx(2 / 3), "n": 3}}
+    assert report["configs"]["vh_single_16k"]["by_category"]["NIAH"]["score"] == 1.0
+    assert [m["line"] for m in report["problems"]["malformed_lines"]] == [4, 5]
+    assert (out / "scores.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # a baseline run gives deltas (ReadBench image-minus-text)
+    out2 = tmp_path / "out2"
+    assert cli("eval", preds, "--data", built, "--config", "vh_single_8k", "--out", out2, "--no-plot",
+               "--baseline", out / "report.json") == 0
+    delta = json.loads((out2 / "report.json").read_text())["delta_vs_baseline"]
+    assert delta["vh_single_8k"]["score"] == 0.0
+
+
+def test_eval_mmlongbench_doc_extractor_none_and_missing_judge(built, tmp_path, capsys, monkeypatch):
+    for var in ("OPENAI_API_KEY", "MMLB_JUDGE_API_KEY", "MMLB_JUDGE_BASE_URL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    preds = write_preds(tmp_path / "p.jsonl", [
+        {"id": "d0", "config": "mmlongbench_doc_8k", "prediction": "18.29%"},
+        {"id": "d1", "config": "mmlongbench_doc_8k", "prediction": "8.7"}])
+    out = tmp_path / "o"
+    assert cli("eval", preds, "--data", built, "--config", "mmlongbench_doc_8k", "--out", out,
+               "--extractor", "none", "--no-plot") == 0
+    agg = json.loads((out / "report.json").read_text())["configs"]["mmlongbench_doc_8k"]["metrics"]["mmlongbench_doc"]
+    assert agg["acc"] == 1.0 and agg["f1"] == 1.0 and agg["acc[single_page]"] == 1.0
+    capsys.readouterr()
+    assert cli("eval", preds, "--data", built, "--config", "mmlongbench_doc_8k", "--out", out, "--no-plot") == 2
+    assert "needs an LLM judge" in capsys.readouterr().err
+
+
+def test_to_content_interleaves_and_keeps_last_images():
+    content, kept = to_content("a<image>b<image><image>c", 3)
+    assert content == [{"type": "text", "text": "a"}, {"type": "image", "index": 0}, {"type": "text", "text": "b"},
+                       {"type": "image", "index": 1}, {"type": "image", "index": 2}, {"type": "text", "text": "c"}]
+    content, kept = to_content("a<image>b<image><image>c", 3, max_images=2)
+    assert kept == [1, 2] and content[0] == {"type": "text", "text": "ab"}
+    with pytest.raises(ValueError, match="placeholders"):
+        to_content("<image>", 2)
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    pytest.importorskip("transformers")
+    from mmlbdata.runner.tiny import build_tiny_vlm
+
+    return build_tiny_vlm(tmp_path_factory.mktemp("tiny"))
+
+
+def test_run_hf_tiny_model_then_eval(built, tiny_model, tmp_path, capsys):
+    preds = tmp_path / "preds.jsonl"
+    assert cli("run", "--backend", "hf", "--model", tiny_model, "--device", "cpu", "--data", built,
+               "--config", "vh_single_8k", "--config", "vh_single_16k", "--out", preds,
+               "--batch-size", "2", "--max-images", "2", "--max-new-tokens", "4") == 0
+    rows = [json.loads(l) for l in preds.read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["vh0", "vh1", "vh2", "vh3", "vh16_0"]
+    assert all(r["prediction"].startswith("Answer:") and r["generated_tokens"] <= 4 for r in rows)
+    # 3 images kept as 2 for vh16_0: fewer prompt tokens than 3 images would need (4 per image)
+    assert all(r["prompt_tokens"] > 8 for r in rows)
+    assert "ex/s" in capsys.readouterr().out
+    # resumable: nothing left to do
+    assert cli("run", "--backend", "hf", "--model", tiny_model, "--device", "cpu", "--data", built,
+               "--config", "vh_single_8k", "--out", preds) == 0
+    assert len(preds.read_text().splitlines()) == 5
+    assert "(4 already done" in capsys.readouterr().out
+    assert cli("eval", preds, "--data", built, "--out", tmp_path / "ev", "--no-plot") == 0
+    report = json.loads((tmp_path / "ev" / "report.json").read_text())
+    assert set(report["configs"]) == {"vh_single_8k", "vh_single_16k"} and report["configs"]["vh_single_8k"]["n"] == 4
+
+
+def test_run_openai_server_backend_sends_interleaved_images(built, tmp_path):
+    seen = []
+
+    def responder(body):
+        seen.append(body)
+        return "yes"
+
+    with FakeOpenAI(responder) as server:
+        preds = tmp_path / "p.jsonl"
+        assert cli("run", "--backend", "openai", "--model", "served", "--base-url", server.base_url,
+                   "--data", built, "--config", "vh_single_16k", "--out", preds, "--max-images", "2") == 0
+    body = seen[0]
+    user = body["messages"][0]["content"]
+    assert [c["type"] for c in user] == ["image_url", "image_url", "text"]
+    assert user[0]["image_url"]["url"].startswith("data:image/jpeg;base64,")
+    assert body["messages"][1] == {"role": "assistant", "content": "Answer:"}
+    assert body["continue_final_message"] is True and body["temperature"] == 0.0 and body["max_tokens"] == 128
+    assert json.loads(preds.read_text())["prediction"] == "Answer:yes"
