@@ -13,27 +13,7 @@ from mmlbdata.commands import COMMANDS
 from mmlbdata.commands import eval as eval_cmd
 from mmlbdata.commands import run as run_cmd
 from mmlbdata.runner.chat import to_content
-
-
-def write_built(root: Path, configs: dict[str, list[dict]]) -> Path:
-    """A dataset folder like the writer's: data/<config>/*.parquet + README ``configs:``."""
-    import datasets
-
-    features = datasets.Features({
-        "id": datasets.Value("string"), "dataset": datasets.Value("string"), "length": datasets.Value("string"),
-        "num_tokens": datasets.Value("int64"), "prompt": datasets.Value("string"),
-        "images": datasets.List(datasets.Image()), "question": datasets.Value("string"),
-        "answers": datasets.List(datasets.Value("string")), "metric": datasets.Value("string"),
-        "meta": datasets.Value("string")})
-    yaml = ["---", "configs:"]
-    for name, rows in configs.items():
-        out = root / "data" / name
-        out.mkdir(parents=True)
-        cols = {k: [r[k] for r in rows] for k in features}
-        datasets.Dataset.from_dict(cols, features=features).to_parquet(str(out / "test-00000-of-00001.parquet"))
-        yaml += [f"- config_name: {name}", "  data_files:", "  - split: test", f"    path: data/{name}/*.parquet"]
-    (root / "README.md").write_text("\n".join(yaml + ["---", "", "test data"]) + "\n")
-    return root
+from mmlbdata.runner.smoke import write_built
 
 
 def row(id, dataset, length, prompt, images, answers, metric, question="", **meta):
@@ -184,3 +164,14 @@ def test_run_openai_server_backend_sends_interleaved_images(built, tmp_path):
     assert body["messages"][1] == {"role": "assistant", "content": "Answer:"}
     assert body["continue_final_message"] is True and body["temperature"] == 0.0 and body["max_tokens"] == 128
     assert json.loads(preds.read_text())["prediction"] == "Answer:yes"
+
+
+def test_rebuilt_folder_of_same_name_is_not_read_stale(tmp_path):
+    from mmlbdata.evaluation.evaluate import load_examples
+
+    first = write_built(tmp_path / "a" / "built", {"c_8k": [row("x1", "d", "8k", "q", [], ["1"], "sub_em")]})
+    assert [e["id"] for e in load_examples(first, "c_8k")] == ["x1"]
+    second = write_built(tmp_path / "b" / "built", {"c_8k": [row("y1", "d", "8k", "q", [], ["1"], "sub_em"),
+                                                           row("y2", "d", "8k", "q", [], ["2"], "sub_em")]})
+    examples = load_examples(second, "c_8k")
+    assert [e["id"] for e in examples] == ["y1", "y2"] and "images" not in examples[0]

@@ -65,12 +65,17 @@ def read_predictions(path: str | Path) -> Predictions:
 
 
 def load_examples(data_dir: str | Path, config: str) -> list[dict]:
-    """The config's test split as plain dicts, without the ``images`` column."""
+    """The config's test split as plain dicts, without the ``images`` column.
+
+    Streamed straight from the parquet files: the non-streaming loader caches an Arrow copy
+    keyed by folder *name* and config, so a rebuilt folder of the same name would be read
+    stale (and images would be copied for nothing).
+    """
     import datasets
 
-    ds = datasets.load_dataset(str(data_dir), config, split="test")
-    keep = [c for c in ds.column_names if c in EXAMPLE_COLUMNS]
-    ds = ds.select_columns(keep)
+    ds = datasets.load_dataset(str(data_dir), config, split="test", streaming=True)
+    names = ds.column_names or list(ds.features or [])
+    ds = ds.select_columns([c for c in names if c in EXAMPLE_COLUMNS])
     return [dict(row) for row in ds]
 
 

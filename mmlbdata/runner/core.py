@@ -75,11 +75,12 @@ def done_ids(path: Path, config: str) -> set[str]:
 
 
 def iter_examples(data_dir: str | Path, config: str) -> Iterator[dict]:
-    """Rows of the config's test split with images as undecoded {"bytes", "path"} values."""
+    """Rows of the config's test split with images as undecoded {"bytes", "path"} values,
+    streamed from the parquet files (no Arrow cache copy, which could also be stale)."""
     import datasets
 
-    ds = datasets.load_dataset(str(data_dir), config, split="test")
-    if "images" in ds.column_names:
+    ds = datasets.load_dataset(str(data_dir), config, split="test", streaming=True)
+    if "images" in (ds.column_names or list(ds.features or [])):
         ds = ds.cast_column("images", datasets.List(datasets.Image(decode=False)))
     for row in ds:
         yield row

@@ -18,11 +18,39 @@ import time
 from pathlib import Path
 
 
+def example_features():
+    """The common example columns (as the foundation's schema defines them); used until the
+    core writer provides its own to tests and this smoke run."""
+    import datasets
+
+    return datasets.Features({
+        "id": datasets.Value("string"), "dataset": datasets.Value("string"), "length": datasets.Value("string"),
+        "num_tokens": datasets.Value("int64"), "prompt": datasets.Value("string"),
+        "images": datasets.List(datasets.Image()), "question": datasets.Value("string"),
+        "answers": datasets.List(datasets.Value("string")), "metric": datasets.Value("string"),
+        "meta": datasets.Value("string")})
+
+
+def write_built(root: Path, configs: dict[str, list[dict]]) -> Path:
+    """A dataset folder shaped like the writer's output: data/<config>/*.parquet plus a
+    README whose ``configs:`` YAML lets ``datasets.load_dataset(root, config)`` find them."""
+    import datasets
+
+    features = example_features()
+    yaml = ["---", "configs:"]
+    for name, rows in configs.items():
+        out = Path(root) / "data" / name
+        out.mkdir(parents=True, exist_ok=True)
+        cols = {k: [r[k] for r in rows] for k in features}
+        datasets.Dataset.from_dict(cols, features=features).to_parquet(str(out / "test-00000-of-00001.parquet"))
+        yaml += [f"- config_name: {name}", "  data_files:", "  - split: test", f"    path: data/{name}/*.parquet"]
+    (Path(root) / "README.md").write_text("\n".join(yaml + ["---", ""]) + "\n")
+    return Path(root)
+
+
 def synthetic_built(root: Path, examples: int, images: int, size: int = 336, seed: int = 0,
                     config: str = "vh_single_8k") -> Path:
-    """A built folder (data/<config>/*.parquet + README configs) of Visual-Haystack-shaped
-    examples with generated PNG images."""
-    import datasets
+    """Visual-Haystack-shaped examples with generated PNG images, as a built folder."""
     from PIL import Image
 
     rng = random.Random(seed)
@@ -34,31 +62,12 @@ def synthetic_built(root: Path, examples: int, images: int, size: int = 336, see
         return buf.getvalue()
 
     pool = [png() for _ in range(min(images, 8))]
-    rows = {"id": [], "dataset": [], "length": [], "num_tokens": [], "prompt": [], "images": [], "question": [],
-            "answers": [], "metric": [], "meta": []}
-    for i in range(examples):
-        rows["id"].append(f"smoke{i}")
-        rows["dataset"].append("visual_haystack")
-        rows["length"].append("8k")
-        rows["num_tokens"].append(0)
-        rows["prompt"].append("<image>" * images + "\nIs there a dog in any image? Answer yes or no.")
-        rows["images"].append([{"bytes": pool[(i + j) % len(pool)], "path": None} for j in range(images)])
-        rows["question"].append("Is there a dog?")
-        rows["answers"].append(["yes" if i % 2 else "no"])
-        rows["metric"].append("binary_acc")
-        rows["meta"].append(json.dumps({"category": "NIAH"}))
-    features = datasets.Features({
-        "id": datasets.Value("string"), "dataset": datasets.Value("string"), "length": datasets.Value("string"),
-        "num_tokens": datasets.Value("int64"), "prompt": datasets.Value("string"),
-        "images": datasets.List(datasets.Image()), "question": datasets.Value("string"),
-        "answers": datasets.List(datasets.Value("string")), "metric": datasets.Value("string"),
-        "meta": datasets.Value("string")})
-    out = root / "data" / config
-    out.mkdir(parents=True, exist_ok=True)
-    datasets.Dataset.from_dict(rows, features=features).to_parquet(str(out / "test-00000-of-00001.parquet"))
-    (root / "README.md").write_text(
-        f"---\nconfigs:\n- config_name: {config}\n  data_files:\n  - split: test\n    path: data/{config}/*.parquet\n---\n")
-    return root
+    rows = [{"id": f"smoke{i}", "dataset": "visual_haystack", "length": "8k", "num_tokens": 0,
+             "prompt": "<image>" * images + "\nIs there a dog in any image? Answer yes or no.",
+             "images": [{"bytes": pool[(i + j) % len(pool)], "path": None} for j in range(images)],
+             "question": "Is there a dog?", "answers": ["yes" if i % 2 else "no"], "metric": "binary_acc",
+             "meta": json.dumps({"category": "NIAH"})} for i in range(examples)]
+    return write_built(root, {config: rows})
 
 
 def main(argv: list[str] | None = None) -> int:
