@@ -1,9 +1,11 @@
-"""CLI subcommands: each module here has ``register(subparsers)`` and ``run(args) -> int``.
-
-``mmlbdata.cli`` imports every module named in ``COMMANDS``.
-"""
+"""One module per ``mmlb`` subcommand; each has ``register(subparsers)``."""
 
 COMMANDS = [
+    "list",
+    "build",
+    "stats",
+    "demo",
+    "push",
     "eval",
     "run",
 ]
