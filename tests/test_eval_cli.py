@@ -25,14 +25,14 @@ def row(id, dataset, length, prompt, images, answers, metric, question="", **met
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, coco_mini):
     pics = [p.read_bytes() for p in sorted((coco_mini / "val2017").glob("*.jpg"))[:3]]
-    vh = [row(f"vh{i}", "visual_haystack", "8k", "Haystack: <image><image>\nQuestion: is there a dog? Answer yes or no.",
+    vh = [row(f"vh{i}", "visual_haystack", 8192, "Haystack: <image><image>\nQuestion: is there a dog? Answer yes or no.",
               pics[:2], [gold], "binary_acc", category="NIAH") for i, gold in enumerate(["yes", "no", "yes", "no"])]
-    vh16 = [row("vh16_0", "visual_haystack", "16k", "<image><image><image> Is there a cat?", pics, ["no"],
+    vh16 = [row("vh16_0", "visual_haystack", 16384, "<image><image><image> Is there a cat?", pics, ["no"],
                 "binary_acc", category="NIAH")]
-    doc = [row("d0", "mmlongbench_doc", "8k", "<image> What share?", pics[:1], ["0.1829"], "mmlongbench_doc",
+    doc = [row("d0", "mmlongbench_doc", 8192, "<image> What share?", pics[:1], ["0.1829"], "mmlongbench_doc",
                question="What share?", answer_format="Float", evidence_pages="[3]", evidence_sources="['Chart']",
                category="DocVQA"),
-           row("d1", "mmlongbench_doc", "8k", "<image> How many?", pics[:1], ["8"], "mmlongbench_doc",
+           row("d1", "mmlongbench_doc", 8192, "<image> How many?", pics[:1], ["8"], "mmlongbench_doc",
                question="How many?", answer_format="Int", evidence_pages="[1, 2]", category="DocVQA")]
     return write_built(tmp_path_factory.mktemp("built"),
                        {"vh_single_8k": vh, "vh_single_16k": vh16, "mmlongbench_doc_8k": doc})
@@ -169,9 +169,33 @@ def test_run_openai_server_backend_sends_interleaved_images(built, tmp_path):
 def test_rebuilt_folder_of_same_name_is_not_read_stale(tmp_path):
     from mmlbdata.evaluation.evaluate import load_examples
 
-    first = write_built(tmp_path / "a" / "built", {"c_8k": [row("x1", "d", "8k", "q", [], ["1"], "sub_em")]})
+    first = write_built(tmp_path / "a" / "built", {"c_8k": [row("x1", "d", 8192, "q", [], ["1"], "sub_em")]})
     assert [e["id"] for e in load_examples(first, "c_8k")] == ["x1"]
-    second = write_built(tmp_path / "b" / "built", {"c_8k": [row("y1", "d", "8k", "q", [], ["1"], "sub_em"),
-                                                           row("y2", "d", "8k", "q", [], ["2"], "sub_em")]})
+    second = write_built(tmp_path / "b" / "built", {"c_8k": [row("y1", "d", 8192, "q", [], ["1"], "sub_em"),
+                                                           row("y2", "d", 8192, "q", [], ["2"], "sub_em")]})
     examples = load_examples(second, "c_8k")
     assert [e["id"] for e in examples] == ["y1", "y2"] and "images" not in examples[0]
+
+
+def test_eval_on_a_real_built_folder(tmp_path, tokenizer_path, capsys):
+    """The foundation's demo build (real reader, counter, writer): oracle predictions score 1,
+    inverted ones 0; through the real ``mmlb`` entry point."""
+    from mmlbdata.cli import main
+    from mmlbdata.evaluation.evaluate import load_examples
+
+    built = tmp_path / "demo"
+    assert main(["demo", "--out", str(built), "--questions", "2", "--tokenizer", str(tokenizer_path)]) == 0
+    examples = load_examples(built, "vh_single_8k")
+    assert examples and all(e["metric"] == "binary_acc" for e in examples)
+    flip = {"yes": "no", "no": "yes"}
+    preds = write_preds(tmp_path / "p.jsonl",
+                        [{"id": e["id"], "config": "vh_single_8k", "prediction": f"Answer: {e['answers'][0]}"}
+                         for e in examples[:-1]]
+                        + [{"id": examples[-1]["id"], "config": "vh_single_8k",
+                            "prediction": flip[examples[-1]["answers"][0].lower()]}])
+    capsys.readouterr()
+    assert main(["eval", str(preds), "--data", str(built), "--config", "vh_single_8k", "--out", str(tmp_path / "o")]) == 0
+    res = json.loads((tmp_path / "o" / "report.json").read_text())["configs"]["vh_single_8k"]
+    assert res["score"] == pytest.approx((len(examples) - 1) / len(examples))
+    assert list(res["by_length"]) == ["8k"] and (tmp_path / "o" / "scores.png").is_file()
+    assert "vh_single_8k" in capsys.readouterr().out

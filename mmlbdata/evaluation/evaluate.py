@@ -86,6 +86,17 @@ def _length_key(length) -> tuple[int, str]:
     return (int(digits) * scale if digits else 0, text)
 
 
+def length_label(length) -> str:
+    """8192 -> "8k" for the standard budgets; anything else as text."""
+    from mmlbdata.lengths import LENGTHS
+
+    names = {v: k for k, v in LENGTHS.items()}
+    try:
+        return names.get(int(length), str(length))
+    except (TypeError, ValueError):
+        return str(length)
+
+
 def category_of(example: dict) -> str:
     return str(meta_of(example).get("category") or example.get("dataset") or "unknown")
 
@@ -121,13 +132,13 @@ def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_o
                 groups_out[key] = _table(pairs)
     cat_len = defaultdict(list)
     for e, r in scored:
-        cat_len[(category_of(e), str(e.get("length")))].append(r.score)
+        cat_len[(category_of(e), length_label(e.get("length")))].append(r.score)
     return {
         "n": len(scored),
         "score": mean(r.score for _, r in scored),
         "metrics": metrics_out,
         "by_category": _table((category_of(e), r.score) for e, r in scored),
-        "by_length": _table((str(e.get("length")), r.score) for e, r in scored),
+        "by_length": _table((length_label(e.get("length")), r.score) for e, r in scored),
         "by_category_length": {f"{c}|{l}": {"score": mean(v), "n": len(v)} for (c, l), v in sorted(cat_len.items())},
         "groups": dict(groups_out),
         "problems": {"unknown_ids": unknown, "missing_predictions": len(missing),

@@ -18,25 +18,13 @@ import time
 from pathlib import Path
 
 
-def example_features():
-    """The common example columns (as the foundation's schema defines them); used until the
-    core writer provides its own to tests and this smoke run."""
-    import datasets
-
-    return datasets.Features({
-        "id": datasets.Value("string"), "dataset": datasets.Value("string"), "length": datasets.Value("string"),
-        "num_tokens": datasets.Value("int64"), "prompt": datasets.Value("string"),
-        "images": datasets.List(datasets.Image()), "question": datasets.Value("string"),
-        "answers": datasets.List(datasets.Value("string")), "metric": datasets.Value("string"),
-        "meta": datasets.Value("string")})
-
-
 def write_built(root: Path, configs: dict[str, list[dict]]) -> Path:
     """A dataset folder shaped like the writer's output: data/<config>/*.parquet plus a
     README whose ``configs:`` YAML lets ``datasets.load_dataset(root, config)`` find them."""
     import datasets
 
-    features = example_features()
+    from mmlbdata.schema import FEATURES as features
+
     yaml = ["---", "configs:"]
     for name, rows in configs.items():
         out = Path(root) / "data" / name
@@ -62,7 +50,7 @@ def synthetic_built(root: Path, examples: int, images: int, size: int = 336, see
         return buf.getvalue()
 
     pool = [png() for _ in range(min(images, 8))]
-    rows = [{"id": f"smoke{i}", "dataset": "visual_haystack", "length": "8k", "num_tokens": 0,
+    rows = [{"id": f"smoke{i}", "dataset": "visual_haystack", "length": 8192, "num_tokens": 0,
              "prompt": "<image>" * images + "\nIs there a dog in any image? Answer yes or no.",
              "images": [{"bytes": pool[(i + j) % len(pool)], "path": None} for j in range(images)],
              "question": "Is there a dog?", "answers": ["yes" if i % 2 else "no"], "metric": "binary_acc",
