@@ -45,6 +45,13 @@ def test_normalize_and_f1():
     assert parse.token_f1("", "x") == (0.0, 0.0, 0.0)
 
 
+def test_last_json_object_and_as_list():
+    assert parse.last_json_object('x {"recall": 1} y {"recall": 2} {not json}') == {"recall": 2}
+    assert parse.last_json_object("no json") is None
+    assert parse.as_list("['a', 'b']") == ["a", "b"] and parse.as_list('["a"]') == ["a"]
+    assert parse.as_list("[broken") == ["[broken"] and parse.as_list("plain") == ["plain"]
+
+
 def test_anls_threshold():
     assert parse.anls("abcd", "abcx") == 0.75
     assert parse.anls("abcd", "abxy") == 0.0  # 0.5 is not above the threshold

@@ -11,7 +11,7 @@ import random
 import re
 import string
 from collections import Counter
-from typing import Iterable, Sequence
+from typing import Sequence
 
 PREFIXES = ("Answer:", "label:", "Summary:")
 
@@ -221,50 +221,37 @@ def letter_of(gold: str, letters: str = "ABCDEFGHIJ") -> str | None:
     return match.group(1).upper() if match else None
 
 
+def _load(text: str, loaders=("json",)):
+    """The first loader ("json", "python") that parses ``text``, else None."""
+    import ast
+
+    for loader in loaders:
+        try:
+            return json.loads(text) if loader == "json" else ast.literal_eval(text)
+        except (ValueError, SyntaxError):  # JSONDecodeError is a ValueError
+            continue
+    return None
+
+
 def as_list(value) -> list:
     """A gold answer that may be a Python/JSON list literal in a string, as a list."""
     if isinstance(value, (list, tuple)):
         return list(value)
     text = str(value).strip()
     if text.startswith("["):
-        import ast
-
-        try:
-            parsed = ast.literal_eval(text)
-            if isinstance(parsed, (list, tuple)):
-                return list(parsed)
-        except (ValueError, SyntaxError):
-            try:
-                parsed = json.loads(text)
-                if isinstance(parsed, list):
-                    return parsed
-            except json.JSONDecodeError:
-                pass
+        parsed = _load(text, ("python", "json"))
+        if isinstance(parsed, (list, tuple)):
+            return list(parsed)
     return [value]
 
 
 def last_json_object(text: str) -> dict | None:
     """The last parseable ``{...}`` object in a judge reply (or in a ```json fence)."""
-    for raw in reversed(re.findall(r"\{.*?\}", text or "", flags=re.DOTALL)):
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError:
-            continue
+    text = text or ""
+    raws = list(reversed(re.findall(r"\{.*?\}", text, flags=re.DOTALL)))
+    raws += list(reversed(re.findall(r"```json(.+?)```", text, flags=re.DOTALL)))
+    for raw in raws:
+        value = _load(raw)
         if isinstance(value, dict):
-            return value
-    fenced = re.findall(r"```json(.+?)```", text or "", flags=re.DOTALL)
-    for raw in reversed(fenced):
-        try:
-            value = json.loads(raw)
-            if isinstance(value, dict):
-                return value
-        except json.JSONDecodeError:
-            continue
-    return None
-
-
-def first_nonempty(values: Iterable[str | None]) -> str | None:
-    for value in values:
-        if value:
             return value
     return None
