@@ -82,6 +82,9 @@ def test_eval_tables_report_plot_and_problems(built, tmp_path, capsys, monkeypat
     assert res["by_length"] == {"8k": {"score": pytest.approx(2 / 3), "n": 3}}
     assert report["configs"]["vh_single_16k"]["by_category"]["NIAH"]["score"] == 1.0
     assert [m["line"] for m in report["problems"]["malformed_lines"]] == [4, 5]
+    # pooled per dataset (3 of 4 visual_haystack right), then unweighted over datasets
+    assert report["overall"]["by_dataset"] == {"visual_haystack": 0.75}
+    assert report["overall"]["mean_over_configs"] == pytest.approx((2 / 3 + 1) / 2)
     assert (out / "scores.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # a baseline run gives deltas (ReadBench image-minus-text)
     out2 = tmp_path / "out2"
@@ -199,3 +202,53 @@ def test_eval_on_a_real_built_folder(tmp_path, tokenizer_path, capsys):
     assert res["score"] == pytest.approx((len(examples) - 1) / len(examples))
     assert list(res["by_length"]) == ["8k"] and (tmp_path / "o" / "scores.png").is_file()
     assert "vh_single_8k" in capsys.readouterr().out
+
+
+def test_vllm_offline_backend_call_shape(monkeypatch, built):
+    """vllm is not installable here: a stand-in module records what LLM.chat receives."""
+    import sys
+    import types
+
+    calls = {}
+
+    class Out:
+        def __init__(self):
+            self.prompt_token_ids = [1, 2, 3]
+            self.outputs = [types.SimpleNamespace(text=" yes", token_ids=[7, 8])]
+
+    class LLM:
+        def __init__(self, model, **kwargs):
+            calls["init"] = (model, kwargs)
+
+        def chat(self, conversations, params, **kwargs):
+            calls["chat"] = (conversations, params, kwargs)
+            return [Out() for _ in conversations]
+
+    fake = types.SimpleNamespace(LLM=LLM, SamplingParams=lambda **kw: kw)
+    monkeypatch.setitem(sys.modules, "vllm", fake)
+    from mmlbdata.runner.core import Request
+    from mmlbdata.runner.vllm import VLLMBackend
+
+    backend = VLLMBackend("some/model", max_model_len=8192)
+    req = Request(id="a", config="c", metric="binary_acc", images=[b"\x89PNG\r\n\x1a\nxx"],
+                  content=[{"type": "image", "index": 0}, {"type": "text", "text": "q"}], prefix="Answer:",
+                  max_new_tokens=128)
+    gens = backend.generate([req])
+    assert gens[0].text == " yes" and (gens[0].prompt_tokens, gens[0].generated_tokens) == (3, 2)
+    conversations, params, kwargs = calls["chat"]
+    assert params == {"temperature": 0.0, "max_tokens": 128}
+    assert kwargs["continue_final_message"] is True and kwargs["add_generation_prompt"] is False
+    assert conversations[0][0]["content"][0]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert conversations[0][1] == {"role": "assistant", "content": "Answer:"}
+    assert calls["init"][1]["max_model_len"] == 8192
+
+
+@pytest.mark.gpu
+def test_run_hf_tiny_model_on_cuda(built, tiny_model, tmp_path):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    preds = tmp_path / "p.jsonl"
+    assert cli("run", "--backend", "hf", "--model", tiny_model, "--device", "cuda", "--data", built,
+               "--config", "vh_single_8k", "--out", preds, "--batch-size", "4", "--max-new-tokens", "4") == 0
+    assert len(preds.read_text().splitlines()) == 4

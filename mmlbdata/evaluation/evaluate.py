@@ -161,7 +161,19 @@ def evaluate(predictions_path: str | Path, data_dir: str | Path, configs: list[s
     other = sorted(named - set(configs))
     if other:
         report["problems"]["other_configs"] = other
+    by_dataset: dict[str, list[float]] = defaultdict(list)
     for config in configs:
         examples = load_examples(data_dir, config)
-        report["configs"][config] = evaluate_config(examples, preds.for_config(config), metric_options)
+        result = evaluate_config(examples, preds.for_config(config), metric_options)
+        report["configs"][config] = result
+        datasets_of = {str(e["id"]): str(e.get("dataset")) for e in examples}
+        for row in result["examples"]:
+            by_dataset[datasets_of[row["id"]]].append(row["score"])
+    per_dataset = {k: mean(v) for k, v in sorted(by_dataset.items())}
+    report["overall"] = {
+        "mean_over_configs": mean(r["score"] for r in report["configs"].values()),
+        "by_dataset": per_dataset,
+        # ReadBench's overall number: every source dataset weighs the same
+        "mean_over_datasets": mean(per_dataset.values()),
+    }
     return report

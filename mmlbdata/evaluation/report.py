@@ -26,6 +26,10 @@ def render(report: dict) -> str:
     out = []
     configs = report["configs"]
     out.append(format_table(["config", "n", "score"], [[c, r["n"], r["score"]] for c, r in configs.items()]))
+    overall = report.get("overall")
+    if overall and len(configs) > 1:
+        out.append(f"mean over configs {_fmt(overall['mean_over_configs'])}; "
+                   f"unweighted mean over datasets {_fmt(overall['mean_over_datasets'])}")
     for config, res in configs.items():
         out.append(f"\n== {config} ==")
         for metric, agg in res["metrics"].items():
