@@ -92,6 +92,8 @@ def test_eval_tables_report_plot_and_problems(built, tmp_path, capsys, monkeypat
                "--baseline", out / "report.json") == 0
     delta = json.loads((out2 / "report.json").read_text())["delta_vs_baseline"]
     assert delta["vh_single_8k"]["score"] == 0.0
+    # baseline covered 2 configs, this run 1: per-dataset delta compares pooled scores
+    assert delta["overall"]["by_dataset"]["visual_haystack"] == pytest.approx(2 / 3 - 0.75)
 
 
 def test_eval_mmlongbench_doc_extractor_none_and_missing_judge(built, tmp_path, capsys, monkeypatch):

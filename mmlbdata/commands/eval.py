@@ -85,7 +85,7 @@ def run(args) -> int:
     judge = build_judge(args, out)
     try:
         result = evaluate(args.predictions, args.data, args.config, metric_options(args, judge))
-    except (RuntimeError, ValueError, FileNotFoundError) as exc:
+    except (RuntimeError, ValueError, KeyError, FileNotFoundError) as exc:
         print(f"mmlb eval: {exc}", file=sys.stderr)
         return 2
     if judge is not None and (judge.usage.calls or judge.usage.cache_hits or judge.usage.failures):

@@ -104,4 +104,10 @@ def delta(report: dict, baseline: dict) -> dict:
         for table in ("by_category", "by_length"):
             entry[table] = {k: v["score"] - base[table][k]["score"] for k, v in res[table].items() if k in base[table]}
         out[config] = entry
+    mine, theirs = report.get("overall", {}), baseline.get("overall", {})
+    if mine and theirs:
+        shared = set(mine["by_dataset"]) & set(theirs["by_dataset"])
+        out["overall"] = {
+            "mean_over_datasets": mine["mean_over_datasets"] - theirs["mean_over_datasets"],
+            "by_dataset": {k: mine["by_dataset"][k] - theirs["by_dataset"][k] for k in sorted(shared)}}
     return out
