@@ -6,6 +6,7 @@ COMMANDS = [
     "stats",
     "demo",
     "push",
+    "fetch",
     "eval",
     "run",
 ]
