@@ -87,7 +87,8 @@ def test_summ_judge_scores(tmp_path):
 def test_summ_judge_unparseable_reply_scores_zero(tmp_path):
     with FakeOpenAI(lambda body: "I refuse") as server:
         judge = JudgeClient(model="m", base_url=server.base_url, api_key="k")
-        r = get_metric("summ_judge", judge=judge).score("x", {"id": "1", "answers": ["y"], "meta": "{}"})
+        r = get_metric("summ_judge", judge=judge).score(
+            "x", {"id": "1", "answers": ["y"], "meta": json.dumps({"keypoints": ["k"]})})
         assert r.score == 0.0 and r.extra["judge_failed"]
 
 
@@ -106,3 +107,20 @@ def test_mmlongbench_doc_extraction_through_judge():
         results = metric.score_many(["The share is about 18.29 percent of all.", "no idea"], exs)
         assert [r.score for r in results] == [1.0, 0.0]
         assert results[0].parsed == "18.29%" and results[1].parsed == "Failed to extract"
+
+
+def test_summ_judge_keypoints_from_claims_file(tmp_path):
+    from mmlbdata.evaluation.metrics.summ import load_keypoints
+
+    claims = tmp_path / "gov_claims.jsonl"
+    claims.write_text(json.dumps({"id": "gov_report_gao-1", "claims": ["a", "b", "c", "d"]}) + "\n")
+    table = load_keypoints(claims)
+    with FakeOpenAI(_summ_responder) as server:
+        judge = JudgeClient(model="m", base_url=server.base_url, api_key="k")
+        metric = get_metric("summ_judge", judge=judge, keypoints=table)
+        found = {"id": "x1", "dataset": "gov_report", "answers": ["E."], "meta": json.dumps({"record_id": "gao-1"})}
+        lost = {"id": "x2", "dataset": "gov_report", "answers": ["E."], "meta": json.dumps({"record_id": "gao-2"})}
+        results = metric.score_many(["S.", "S."], [found, lost])
+        assert results[0].score == pytest.approx(0.6) and results[1].extra["no_keypoints"]
+        assert len(server.requests) == 3  # nothing sent for the example without key points
+        assert metric.aggregate(results, [found, lost])["no_keypoints"] == 1

@@ -34,6 +34,9 @@ def register(subparsers) -> None:
     p.add_argument("--random-fallback", action="store_true",
                    help="ReadBench/LVB: a seeded random letter when none parses (original parity)")
     p.add_argument("--mmneedle-strict", action="store_true", help="MMNeedle: the original exact string matching")
+    p.add_argument("--summ-keypoints", action="append", default=[],
+                   help="HELMET claims JSONL ({id, claims} per line; gov_claims.jsonl, lexsum_claims.jsonl) "
+                        "for summaries whose meta has no key points (repeatable)")
     p.add_argument("--baseline", default=None, help="another report.json; adds this-minus-baseline deltas")
     p.add_argument("--no-plot", action="store_true")
     p.set_defaults(func=run)
@@ -61,6 +64,15 @@ def build_judge(args, out: Path):
                        price_in=args.judge_price_in, price_out=args.judge_price_out)
 
 
+def keypoint_table(paths) -> dict:
+    from mmlbdata.evaluation.metrics.summ import load_keypoints
+
+    table = {}
+    for path in paths:
+        table.update(load_keypoints(path))
+    return table
+
+
 def metric_options(args, judge) -> dict:
     judge_or_stub = judge if judge is not None else _NoJudge()
     extractor = judge_or_stub if args.extractor == "judge" else None
@@ -69,7 +81,7 @@ def metric_options(args, judge) -> dict:
         "mmlongbench_doc": {"extractor": extractor, **bugs},
         "longdocurl": {"extractor": extractor, **bugs},
         "babilong": bugs,
-        "summ_judge": {"judge": judge_or_stub},
+        "summ_judge": {"judge": judge_or_stub, "keypoints": keypoint_table(args.summ_keypoints)},
         "readbench_mc": {"random_fallback": args.random_fallback},
         "lvb_mc": {"random_fallback": args.random_fallback},
         "mmneedle": {"strict": args.mmneedle_strict},

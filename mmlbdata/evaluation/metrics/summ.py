@@ -4,10 +4,12 @@ Three judge calls per summary (prompts verbatim from MMLongBench's ``eval_gpt4_s
 GovReport and Multi-LexSum variants, under ``evaluation/prompts``): fluency (0/1), recall
 (supported key points / all key points), precision (supported sentences / sentences).
 F1 of recall and precision; final score = fluency x F1. The last JSON object of each reply is
-read. Key points come from ``meta["keypoints"]`` (or ``meta["claims"]``); the expert summary
-is the gold answer.
+read. Key points come from ``meta["keypoints"]`` (or ``meta["claims"]``) or from HELMET's claims
+files (``--summ-keypoints``); the expert summary is the gold answer.
 """
 from __future__ import annotations
+
+import json
 
 from .common import golds, meta_of
 from .registry import Metric, ScoreResult, mean, register
@@ -24,14 +26,40 @@ def summ_variant(example: dict) -> str:
     return "multi_lexsum" if "lexsum" in name else "govreport"
 
 
-def summ_prompts(summary: str, example: dict) -> tuple[str, str, str]:
+def load_keypoints(path) -> dict[str, list[str]]:
+    """HELMET's claims files (``gov_claims.jsonl``, ``lexsum_claims.jsonl``): one
+    ``{"id": ..., "claims": [...]}`` per line, as id -> key points."""
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                row = json.loads(line)
+                out[str(row["id"])] = list(row.get("claims") or row.get("keypoints") or [])
+    return out
+
+
+def keypoints_of(example: dict, table: dict[str, list[str]] | None = None) -> list[str]:
+    """Key points from meta, else from a claims table by record/case/doc/example id."""
+    meta = meta_of(example)
+    found = meta.get("keypoints") or meta.get("claims")
+    if found:
+        return list(found)
+    table = table or {}
+    for key in ("record_id", "case_id", "doc_id", "source_id"):
+        value = meta.get(key)
+        for candidate in (value, f"gov_report_{value}" if value else None):
+            if candidate is not None and str(candidate) in table:
+                return table[str(candidate)]
+    return table.get(str(example.get("id")), [])
+
+
+def summ_prompts(summary: str, example: dict, keypoints: list[str] | None = None) -> tuple[str, str, str]:
     """The fluency, recall and precision prompts for one summary (prefix "Summary:" dropped
     as the original does)."""
     summary = (summary or "").strip()
     if summary.startswith("Summary:"):
         summary = summary[8:].strip()
-    meta = meta_of(example)
-    keypoints = meta.get("keypoints") or meta.get("claims") or []
+    keypoints = keypoints_of(example) if keypoints is None else keypoints
     variant = summ_variant(example)
     kp_text = "\n".join(f"{i + 1}. {kp}" for i, kp in enumerate(keypoints))
     expert = (golds(example) or [""])[0]
@@ -66,24 +94,28 @@ class SummJudge(Metric):
         return self.score_many([prediction], [example])[0]
 
     def score_many(self, predictions, examples):
+        """Three judge calls per example that has key points (``meta["keypoints"]`` or the
+        ``keypoints`` table option, see :func:`load_keypoints`); one without scores 0 and is
+        counted, never sent."""
         judge = self.options.get("judge")
         if judge is None:
             raise ValueError("summ_judge needs a judge endpoint (mmlb eval --judge-model/--judge-base-url)")
-        prompts = [summ_prompts(p, e) for p, e in zip(predictions, examples)]
-        flat = [p for triple in prompts for p in triple]
+        table = self.options.get("keypoints")
+        kps = [keypoints_of(e, table) for e in examples]
+        todo = [i for i, kp in enumerate(kps) if kp]
+        flat = [p for i in todo for p in summ_prompts(predictions[i], examples[i], kps[i])]
         replies = judge.complete_many(flat, **JUDGE_PARAMS)
-        out = []
-        for i, example in enumerate(examples):
-            f, r, p = (parse.last_json_object(x) if x else None for x in replies[3 * i:3 * i + 3])
-            meta = meta_of(example)
-            n_kp = len(meta.get("keypoints") or meta.get("claims") or [])
-            out.append(combine(f, r, p, n_kp))
+        out = [ScoreResult(0.0, None, {"judge_failed": False, "no_keypoints": True}) for _ in examples]
+        for j, i in enumerate(todo):
+            f, r, p = (parse.last_json_object(x) if x else None for x in replies[3 * j:3 * j + 3])
+            out[i] = combine(f, r, p, len(kps[i]))
         return out
 
     def aggregate(self, results, examples):
-        ok = [r for r in results if not r.extra.get("judge_failed")]
+        ok = [r for r in results if not r.extra.get("judge_failed") and not r.extra.get("no_keypoints")]
         agg = {"score": mean(r.score for r in results), "n": len(results),
-               "judge_failed": len(results) - len(ok)}
+               "judge_failed": sum(1 for r in results if r.extra.get("judge_failed")),
+               "no_keypoints": sum(1 for r in results if r.extra.get("no_keypoints"))}
         for key in ("fluency", "recall", "precision", "f1"):
             agg[key] = mean(r.extra[key] for r in ok)
         return agg
