@@ -254,3 +254,24 @@ def test_run_hf_tiny_model_on_cuda(built, tiny_model, tmp_path):
     assert cli("run", "--backend", "hf", "--model", tiny_model, "--device", "cuda", "--data", built,
                "--config", "vh_single_8k", "--out", preds, "--batch-size", "4", "--max-new-tokens", "4") == 0
     assert len(preds.read_text().splitlines()) == 4
+
+
+def test_run_failed_batch_is_reported_and_resumable(built, tmp_path, capsys):
+    from mmlbdata.runner.core import Generation, run
+
+    class Flaky:
+        def __init__(self, fail_first: bool):
+            self.fail = fail_first
+
+        def generate(self, requests):
+            if self.fail:
+                self.fail = False
+                raise RuntimeError("CUDA out of memory")
+            return [Generation("yes", 10, 1) for _ in requests]
+
+    out = tmp_path / "p.jsonl"
+    stats = run(Flaky(True), built, ["vh_single_8k"], out, batch_size=2)
+    assert (stats.errors, stats.examples) == (2, 2) and "CUDA out of memory" in capsys.readouterr().err
+    assert [json.loads(l)["id"] for l in out.read_text().splitlines()] == ["vh2", "vh3"]
+    stats = run(Flaky(False), built, ["vh_single_8k"], out, batch_size=2)  # only the failed ids are redone
+    assert (stats.skipped, stats.examples, stats.errors) == (2, 2, 0)

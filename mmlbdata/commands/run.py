@@ -7,6 +7,8 @@ import sys
 
 log = logging.getLogger(__name__)
 
+VLLM_DEFAULT_IMAGES = 128
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("run", help="generate predictions for built configs with a model",
@@ -42,8 +44,8 @@ def make_backend(args):
         kwargs = {"tensor_parallel_size": args.tensor_parallel_size}
         if args.max_model_len:
             kwargs["max_model_len"] = args.max_model_len
-        if args.max_images:
-            kwargs["limit_mm_per_prompt"] = {"image": args.max_images}
+        # vLLM allows one image per prompt unless told otherwise; the benchmarks need many
+        kwargs["limit_mm_per_prompt"] = {"image": args.max_images or VLLM_DEFAULT_IMAGES}
         return VLLMBackend(args.model, **kwargs)
     from mmlbdata.runner.vllm import OpenAIServerBackend
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,7 +143,13 @@ def _flush(backend: Backend, batch: list[Request], sink, stats: RunStats) -> Non
     for req in batch:
         groups.setdefault((req.max_new_tokens, bool(req.prefix)), []).append(req)
     for reqs in groups.values():
-        gens = backend.generate(reqs)
+        try:
+            gens = backend.generate(reqs)
+        except Exception as exc:  # noqa: BLE001 - one bad batch (OOM, corrupt image) must not end a long run
+            log.error("batch %s failed: %s", [r.id for r in reqs], exc)
+            print(f"mmlb run: batch {[r.id for r in reqs]} failed: {exc}", file=sys.stderr)
+            stats.errors += len(reqs)
+            continue
         for req, gen in zip(reqs, gens):
             text = req.prefix + gen.text if req.prefix else gen.text
             sink.write(json.dumps({"id": req.id, "config": req.config, "prediction": text,
