@@ -79,11 +79,15 @@ def load_examples(data_dir: str | Path, config: str) -> list[dict]:
     return [dict(row) for row in ds]
 
 
-def _length_key(length) -> tuple[int, str]:
+def _length_key(length) -> tuple[int, int, str]:
+    """Sort key: "8k" < "16k" < "128k" < 200000 < other labels (alphabetical)."""
+    import re
+
     text = str(length)
-    digits = "".join(ch for ch in text if ch.isdigit())
-    scale = 1024 if text.lower().endswith("k") else 1
-    return (int(digits) * scale if digits else 0, text)
+    match = re.fullmatch(r"(\d+)([kK]?)", text)
+    if not match:
+        return (1, 0, text)
+    return (0, int(match.group(1)) * (1024 if match.group(2) else 1), text)
 
 
 def length_label(length) -> str:
@@ -97,15 +101,34 @@ def length_label(length) -> str:
         return str(length)
 
 
+#: MMLongBench's five task categories by dataset-name prefix (meta["category"] wins)
+CATEGORIES = {
+    "vh_": "NIAH", "visual_haystack": "NIAH", "mm_niah": "NIAH", "mmniah": "NIAH", "mmneedle": "NIAH",
+    "infoseek": "VRAG", "viquae": "VRAG", "vrag": "VRAG",
+    "cars196": "ICL", "food101": "ICL", "sun397": "ICL", "inat2021": "ICL", "icl": "ICL",
+    "gov_report": "Summ", "govreport": "Summ", "multi_lexsum": "Summ",
+    "mmlongdoc": "DocVQA", "longdocurl": "DocVQA", "slidevqa": "DocVQA",
+}
+
+
 def category_of(example: dict) -> str:
-    return str(meta_of(example).get("category") or example.get("dataset") or "unknown")
+    """The example's task category for the report and the plot."""
+    explicit = meta_of(example).get("category")
+    if explicit:
+        return str(explicit)
+    dataset = str(example.get("dataset") or "unknown")
+    for prefix, category in CATEGORIES.items():
+        if dataset.lower().startswith(prefix):
+            return category
+    return dataset
 
 
 def _table(values: Iterable[tuple[str, float]]) -> dict:
+    """{key: {"score": mean, "n": count}}, keys in length order then alphabetical."""
     groups = defaultdict(list)
     for key, score in values:
         groups[key].append(score)
-    return {k: {"score": mean(v), "n": len(v)} for k, v in sorted(groups.items(), key=lambda kv: _length_key(kv[0]) if kv[0][:1].isdigit() else (0, kv[0]))}
+    return {k: {"score": mean(groups[k]), "n": len(groups[k])} for k in sorted(groups, key=_length_key)}
 
 
 def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_options: dict | None = None) -> dict:
