@@ -25,7 +25,7 @@ def render(report: dict) -> str:
     """Per-config, per-category and per-length tables (scores in %), plus problems."""
     out = []
     configs = report["configs"]
-    out.append(format_table(["config", "n", "score"], [[c, r["n"], r["score"]] for c, r in configs.items()]))
+    out.append(format_table(["config", "n", "score %"], [[c, r["n"], r["score"]] for c, r in configs.items()]))
     overall = report.get("overall")
     if overall and len(configs) > 1:
         out.append(f"mean over configs {_fmt(overall['mean_over_configs'])}; "
@@ -35,10 +35,10 @@ def render(report: dict) -> str:
         for metric, agg in res["metrics"].items():
             rows = [[k, v] for k, v in agg.items() if k != "n"]
             out.append(format_table([f"{metric} (n={agg.get('n', '')})", "value"], rows))
-        out.append(format_table(["category", "n", "score"], [[k, v["n"], v["score"]] for k, v in res["by_category"].items()]))
-        out.append(format_table(["length", "n", "score"], [[k, v["n"], v["score"]] for k, v in res["by_length"].items()]))
+        out.append(format_table(["category", "n", "score %"], [[k, v["n"], v["score"]] for k, v in res["by_category"].items()]))
+        out.append(format_table(["length", "n", "score %"], [[k, v["n"], v["score"]] for k, v in res["by_length"].items()]))
         for key, table in res["groups"].items():
-            out.append(format_table([key, "n", "score"], [[k, v["n"], v["score"]] for k, v in table.items()]))
+            out.append(format_table([key, "n", "score %"], [[k, v["n"], v["score"]] for k, v in table.items()]))
         problems = res["problems"]
         if problems["unknown_ids"] or problems["missing_predictions"]:
             out.append(f"unknown ids: {len(problems['unknown_ids'])} {problems['unknown_ids'][:5]}; "
