@@ -122,6 +122,15 @@ def test_to_content_interleaves_and_keeps_last_images():
         to_content("<image>", 2)
 
 
+def test_text_context_replaces_the_pages():
+    from mmlbdata.runner.chat import text_context
+
+    prompt, images = text_context("Read <context>\n<image><image>\n</context> Q?", ["p1", "p2"],
+                                  {"context": "Mary went to the kitchen."})
+    assert prompt == "Read <context>\nMary went to the kitchen.\n</context> Q?" and images == []
+    assert text_context("<image> x", ["p"], {}) == ("<image> x", ["p"])
+
+
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
     pytest.importorskip("transformers")

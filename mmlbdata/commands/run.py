@@ -24,6 +24,9 @@ def register(subparsers) -> None:
     p.add_argument("--max-images", type=int, default=None, help="keep only the last N images of each example")
     p.add_argument("--max-new-tokens", type=int, default=None, help="override the per-family budget (128/384)")
     p.add_argument("--no-prefill", action="store_true", help="do not prefill the assistant turn with the answer prefix")
+    p.add_argument("--text-context", action="store_true",
+                   help="ReadBench text baseline: page images replaced by meta['context'] (compare with "
+                        "mmlb eval --baseline)")
     p.add_argument("--limit", type=int, default=None, help="first N examples per config")
     p.add_argument("--base-url", default=None, help="openai backend: server URL, e.g. http://127.0.0.1:8000/v1")
     p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="openai backend: env var with the key")
@@ -66,6 +69,7 @@ def run(args) -> int:
         return 2
     batch = args.batch_size if args.backend != "openai" else max(args.batch_size, args.concurrency)
     stats = run_configs(backend, args.data, args.config, args.out, batch_size=batch, max_images=args.max_images,
-                        max_new_tokens=args.max_new_tokens, prefill=not args.no_prefill, limit=args.limit)
+                        max_new_tokens=args.max_new_tokens, prefill=not args.no_prefill, limit=args.limit,
+                        as_text=args.text_context)
     print(stats.line())
     return 0 if stats.errors == 0 else 1

@@ -30,6 +30,17 @@ def answer_prefix_for(metric: str, meta: dict | None = None) -> str:
     return meta.get("answer_prefix", ANSWER_PREFIX.get(metric, ""))
 
 
+def text_context(prompt: str, images: list, meta: dict) -> tuple[str, list]:
+    """ReadBench's text baseline: the page images (one contiguous run of ``<image>``) replaced
+    by the text they render, kept in ``meta["context"]``. Examples without it are unchanged."""
+    context = meta.get("context")
+    count = prompt.count(IMAGE_PLACEHOLDER)
+    run = IMAGE_PLACEHOLDER * count
+    if not isinstance(context, str) or not count or run not in prompt:
+        return prompt, images
+    return prompt.replace(run, context, 1), []
+
+
 def to_content(prompt: str, num_images: int, max_images: int | None = None) -> tuple[list[dict], list[int]]:
     """Split the prompt at each ``<image>`` into text and image items, in order.
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Protocol, Sequence
 
-from .chat import answer_prefix_for, max_new_tokens_for, to_content
+from .chat import answer_prefix_for, max_new_tokens_for, text_context, to_content
 
 log = logging.getLogger(__name__)
 
@@ -88,12 +88,14 @@ def iter_examples(data_dir: str | Path, config: str) -> Iterator[dict]:
 
 
 def make_request(row: dict, config: str, max_images: int | None, max_new_tokens: int | None,
-                 prefill: bool) -> Request:
+                 prefill: bool, as_text: bool = False) -> Request:
     meta = row.get("meta") or {}
     if isinstance(meta, str):
         meta = json.loads(meta) if meta.strip() else {}
-    images = list(row.get("images") or [])
-    content, _kept = to_content(row["prompt"], len(images), max_images)
+    prompt, images = row["prompt"], list(row.get("images") or [])
+    if as_text:
+        prompt, images = text_context(prompt, images, meta)
+    content, _kept = to_content(prompt, len(images), max_images)
     metric = row.get("metric") or ""
     return Request(id=str(row["id"]), config=config, metric=metric, content=content, images=images,
                    prefix=answer_prefix_for(metric, meta) if prefill else "",
@@ -102,8 +104,9 @@ def make_request(row: dict, config: str, max_images: int | None, max_new_tokens:
 
 def run(backend: Backend, data_dir: str | Path, configs: Sequence[str], out: str | Path,
         batch_size: int = 1, max_images: int | None = None, max_new_tokens: int | None = None,
-        prefill: bool = True, limit: int | None = None) -> RunStats:
-    """Generate predictions for every example of every config not yet in ``out``."""
+        prefill: bool = True, limit: int | None = None, as_text: bool = False) -> RunStats:
+    """Generate predictions for every example of every config not yet in ``out``
+    (``as_text``: ReadBench's text baseline, see :func:`chat.text_context`)."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     stats = RunStats()
@@ -121,7 +124,7 @@ def run(backend: Backend, data_dir: str | Path, configs: Sequence[str], out: str
                     stats.skipped += 1
                     continue
                 try:
-                    batch.append(make_request(row, config, max_images, max_new_tokens, prefill))
+                    batch.append(make_request(row, config, max_images, max_new_tokens, prefill, as_text))
                 except ValueError as exc:
                     log.error("config %s example %s skipped: %s", config, row.get("id"), exc)
                     stats.errors += 1
