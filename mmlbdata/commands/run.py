@@ -61,7 +61,8 @@ def make_backend(args):
 def run(args) -> int:
     from mmlbdata.runner.core import run as run_configs
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    # per-config throughput lines even when the CLI logs warnings only
+    logging.getLogger("mmlbdata.runner").setLevel(logging.INFO)
     try:
         backend = make_backend(args)
     except (ImportError, RuntimeError, ValueError) as exc:
