@@ -124,3 +124,24 @@ def test_summ_judge_keypoints_from_claims_file(tmp_path):
         assert results[0].score == pytest.approx(0.6) and results[1].extra["no_keypoints"]
         assert len(server.requests) == 3  # nothing sent for the example without key points
         assert metric.aggregate(results, [found, lost])["no_keypoints"] == 1
+
+
+# Lengths match the originals (MMLongBench scripts/eval_gpt4_summ.py as evaluated Python strings,
+# MMLongBench-Doc eval/prompt_for_answer_extraction.md); the hashes guard against edits.
+PROMPTS = {
+    "summ_fluency_govreport": (4838, "89fde636977cc5b6"),
+    "summ_fluency_multi_lexsum": (2414, "1ae2a512ceda269a"),
+    "summ_recall_govreport": (8367, "bf3b60a53927ff64"),
+    "summ_recall_multi_lexsum": (6776, "ae362eeeba9c902a"),
+    "summ_precision_govreport": (13836, "a7c4d5985b3f2ad7"),
+    "summ_precision_multi_lexsum": (10042, "dd54e53b7f2cec77"),
+    "mmlongbench_doc_extraction": (3442, "96a22c3003c22801"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROMPTS))
+def test_prompts_unchanged(name):
+    import hashlib
+
+    text = load_prompt(name)
+    assert (len(text), hashlib.sha256(text.encode()).hexdigest()[:16]) == PROMPTS[name]
