@@ -81,6 +81,10 @@ def test_encrypted_pdf(tmp_path, small_pdf):
         pdf.page_count(path)
     assert info.value.path == str(path) and info.value.page is None
     assert str(path) in str(info.value)
+    # Permission-only encryption (empty user password) is common and readable: not an error.
+    owner_only = tmp_path / "owner_only.pdf"
+    doc.save(owner_only, encryption=pymupdf.PDF_ENCRYPT_AES_256, owner_pw="o", user_pw="")
+    assert pdf.page_count(owner_only) == 3
 
 
 def test_truncated_pdf(tmp_path, real_data):
