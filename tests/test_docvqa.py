@@ -126,6 +126,8 @@ def slidevqa_root(tmp_path):
         {"deck_name": "deck-a", "question": "How many?", "answer": "12", "evidence_pages": [2]},
         {"deck_name": "deck-b", "question": "Who?", "answer": "Alice", "evidence_pages": [1, 5]},
         {"deck_name": "deck-long", "question": "Where?", "answer": "Kyoto", "evidence_pages": [17]},
+        {"deck_name": "deck-c", "question": "Why?", "answer": "because it was raining all day",
+         "evidence_pages": [3], "qa_id": 77},
     ])
     return tmp_path
 
@@ -134,6 +136,8 @@ def test_slidevqa_builds_with_square_slides(slidevqa_root, counter, store):
     rows, report = build(DocVQA, "slidevqa_8k", {"slidevqa": slidevqa_root}, counter, store)
     metas = check_rows(rows, counter, 8192)
     assert [m["doc_id"] for m in metas] == ["deck-a", "deck-b", "deck-long"]
+    assert [(s.record, s.reason) for s in report.skipped] == [
+        ("test-77", "string answer longer than 5 words")]  # MMLongBench drops long answers
     assert metas[0]["padding_docs"] and metas[2]["truncated"] and 16 in metas[2]["answer_pages"]
     assert rows[0]["answers"] == ["12"] and metas[0]["answer_format"] == "Int"
     square = [r for r, (d, _) in zip(rows[1]["images"], metas[1]["pages"]) if d == "deck-b"]
