@@ -24,12 +24,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks._util import table, test_data
+
 
 def data_root() -> Path:
-    root = os.environ.get("MMLB_TEST_DATA")
-    if not root:
-        sys.exit("set MMLB_TEST_DATA to the shared sample data folder")
-    return Path(root) / "mmlongbench_doc"
+    return test_data() / "mmlongbench_doc"
 
 
 def pick_pages(pages_per_doc: int) -> list[tuple[Path, list[int]]]:
@@ -105,13 +104,13 @@ def main() -> None:
     total = sum(len(p) for _, p in picks)
     rows = []
     seconds = bare(picks, args.dpi)
-    rows.append(("bare pymupdf", total, seconds, ""))
+    rows.append(("bare pymupdf, 1 proc", total, seconds, ""))
     for num_proc in sorted({1, args.num_proc}):
         with tempfile.TemporaryDirectory() as tmp:
             store = ImageStore(tmp)
             cold = pipeline(picks, args.dpi, store, num_proc)
             warm = pipeline(picks, args.dpi, store, num_proc)
-        rows.append((f"pipeline cold, {num_proc} proc", total, cold, f"{cold / seconds:.2f}x bare"))
+        rows.append((f"pipeline cold, {num_proc} proc", total, cold, f"{cold / seconds:.2f}x bare time"))
         rows.append((f"pipeline warm, {num_proc} proc", total, warm, "all cache hits"))
     for num_proc in sorted({1, args.num_proc}):
         build = build_128k(args.limit, num_proc)
@@ -121,9 +120,9 @@ def main() -> None:
 
     print(f"PDF rendering at {args.dpi} DPI, {total} pages of {len(picks)} real PDFs, "
           f"{os.cpu_count()} CPUs")
-    print(f"{'stage':<26} {'pages':>6} {'seconds':>8} {'pages/s':>8}  note")
-    for name, pages, secs, note in rows:
-        print(f"{name:<26} {pages:>6} {secs:>8.2f} {pages / secs:>8.1f}  {note}")
+    print(table([{"stage": name, "pages": pages, "seconds": f"{secs:.2f}",
+                  "pages/s": f"{pages / secs:.1f}", "note": note} for name, pages, secs, note in rows],
+                ["stage", "pages", "seconds", "pages/s", "note"]))
 
 
 if __name__ == "__main__":
