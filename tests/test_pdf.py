@@ -127,6 +127,9 @@ def test_page_that_cannot_render_names_the_page(tmp_path):
     assert info.value.page == 1
     with pytest.raises(PdfError, match="out of range"):
         pdf.page_pixel_size(path, 5)
+    with pytest.raises(PdfError) as info:  # raised in a worker process, same message
+        pdf.render_jobs([(path, 0), (path, 1)], 72, num_proc=2)
+    assert info.value.page == 1 and info.value.path == str(path)
 
 
 def test_pdf_error_survives_pickling():
