@@ -242,3 +242,14 @@ def test_original_on_real_sample_flags_and_keeps_rows(real_data, counter, store)
     activision = [json.loads(r["meta"]) for r in rows if r["id"].endswith(("_0999", "_1002"))]
     assert activision and all(len(m["pages"]) == 120 for m in activision)
     assert report.num_skipped == 1082 - 63
+
+
+def test_parallel_rendering_builds_identical_rows(broken_release, counter, tmp_path):
+    """num_proc changes how pages are rendered, never what is built (deterministic output)."""
+    def run(num_proc):
+        rows, _ = build(DocVQA, "mmlongdoc_8k", {"mmlongbench_doc": broken_release}, counter,
+                        ImageStore(tmp_path / f"store{num_proc}"), num_proc=num_proc)
+        return [(r["id"], r["num_tokens"], r["meta"], [Path(i.path).name for i in r["images"]])
+                for r in rows]
+
+    assert run(2) == run(1)
