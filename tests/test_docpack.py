@@ -37,6 +37,11 @@ def test_truncates_evenly_keeping_answer_pages():
     assert selection.num_tokens == 85 <= 85 < selection.next_num_tokens == 95
 
 
+def test_truncation_without_answer_pages_stays_centred():
+    selection = select_pages("a", {"a": 21}, [], 55, measure, [])  # room for 5 pages
+    assert [i for _, i in selection.pages] == [8, 9, 10, 11, 12]
+
+
 def test_truncation_window_never_drops_required_pages():
     selection = select_pages("a", {"a": 30}, [0, 29], 305, measure, [])  # fits whole: no cut
     assert [i for _, i in selection.pages] == list(range(30)) and selection.exhausted
