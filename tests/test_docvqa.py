@@ -259,3 +259,26 @@ def test_parallel_rendering_builds_identical_rows(broken_release, counter, tmp_p
                 for r in rows]
 
     assert run(2) == run(1)
+
+
+def test_longdocurl_corrupt_page_image_skips_its_document(tmp_path, counter, store):
+    """A truncated page PNG makes its document unusable: reported by file, never used as padding."""
+    lines = []
+    for doc_no in ("4000001", "4000002", "4000003"):
+        folder = tmp_path / "pdf_pngs" / "4000-4999" / "4000"
+        folder.mkdir(parents=True, exist_ok=True)
+        for page in range(8):  # ~616 tokens a page: two documents exceed 8k
+            Image.new("RGB", (612, 792), (page * 30, 90, 200)).save(folder / f"{doc_no}_{page}.png")
+        lines.append(json.dumps({"question_id": f"q_{doc_no}", "doc_no": doc_no, "total_pages": 8,
+                                 "question": "Which?", "answer": "x", "evidence_pages": [3],
+                                 "answer_format": "String", "evidence_sources": ["Text"]}))
+    (tmp_path / "LongDocURL.jsonl").write_text("\n".join(lines) + "\n")
+    bad = tmp_path / "pdf_pngs" / "4000-4999" / "4000" / "4000002_4.png"
+    bad.write_bytes(bad.read_bytes()[:200])
+    rows, report = build(DocVQA, "longdocurl_8k", {"longdocurl": tmp_path}, counter, store)
+    metas = check_rows(rows, counter, 8192)
+    assert [m["doc_id"] for m in metas] == ["4000001", "4000003"]
+    assert all("4000002" not in m["padding_docs"] for m in metas)
+    messages = [str(s) for s in report.skipped]
+    assert any("4000002_4.png" in m and "truncated" in m for m in messages)
+    assert any("q_4000002" in m for m in messages)
