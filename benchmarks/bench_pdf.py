@@ -96,7 +96,7 @@ def main() -> None:
     parser.add_argument("--dpi", type=int, default=144)
     parser.add_argument("--limit", type=int, default=8, help="rows of the 128k build")
     parser.add_argument("--num-proc", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=2, help="timings are the best of this many")
+    parser.add_argument("--repeat", type=int, default=3, help="timings are the best of this many")
     args = parser.parse_args()
 
     from mmlbdata.store import ImageStore
