@@ -37,6 +37,9 @@ PROMPT_TEMPLATE = (
     "{context}\n\nNow classify this image: <image>"
 )
 ITEM_TEMPLATE = IMAGE_PLACEHOLDER + "\nlabel: {id}"
+# The ``question`` field: the prompt's closing line without its placeholder (the test image is the
+# prompt's last ``<image>``), so the field never adds an image of its own.
+TEST_QUESTION = "Now classify this image:"
 CLASS_COUNTS = {"8k": 5, "16k": 10, "32k": 20, "64k": 40, "128k": 50}
 MAX_CLASSES = max(CLASS_COUNTS.values())
 DATASETS = {
@@ -188,7 +191,7 @@ class ManyShotICL(MMLBBuilder):
         return make_example(
             id=example_id, dataset=self.config.dataset, length=self.length, num_tokens=packed.num_tokens,
             prompt=build_prompt([s.label for s in chosen]), images=[s.image.ref for s in chosen] + [test_ref],
-            question=IMAGE_PLACEHOLDER, answers=[answer], metric=self.config.metric,
+            question=TEST_QUESTION, answers=[answer], metric=self.config.metric,
             meta={"domain": domain, "class_names": sorted(mapping, key=mapping.get), "mapping": mapping,
                   "test_class": test.label, "test_image": test.key,
                   "exemplar_labels": [s.label for s in chosen], "exemplar_images": [s.image.key for s in chosen],

@@ -57,7 +57,7 @@ def check_row(row, counter, n_classes):
     # the held-out test image is the last image and never an exemplar
     assert meta["test_image"] not in meta["exemplar_images"]
     assert row["images"][-1].path not in {im.path for im in row["images"][:-1]}
-    assert row["prompt"].endswith("Now classify this image: <image>")
+    assert row["prompt"].endswith(row["question"] + " <image>") and "<image>" not in row["question"]
     # the budget invariant
     assert row["num_tokens"] == counter.example(row["prompt"], row["images"])
     assert row["num_tokens"] <= row["length"] < meta["next_num_tokens"]
