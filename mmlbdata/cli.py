@@ -1,0 +1,45 @@
+"""``mmlb``: build, inspect, publish and score long-context multimodal benchmarks.
+
+Each subcommand lives in its own module of ``mmlbdata.commands`` (listed in ``COMMANDS``) with a
+``register(subparsers)`` function, so commands stay small and independent.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from typing import Optional, Sequence
+
+from . import __version__
+from .commands import COMMANDS
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mmlb",
+        description="Build long-context multimodal benchmarks (MMLongBench, MMNeedle, MMLongBench-Doc, "
+                    "ReadBench, LongVideoBench) as Hugging Face datasets, publish them, and score models.",
+        epilog="Start with `mmlb demo --out demo_mmlb`, then `mmlb list` and `mmlb build --help`.",
+    )
+    parser.add_argument("--version", action="version", version=f"mmlbdata {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug details")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        importlib.import_module(f"{__package__}.commands.{name}").register(sub)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = make_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(message)s")
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

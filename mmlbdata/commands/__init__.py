@@ -1,0 +1,9 @@
+"""One module per ``mmlb`` subcommand; each has ``register(subparsers)``."""
+
+COMMANDS = [
+    "list",
+    "build",
+    "stats",
+    "demo",
+    "push",
+]

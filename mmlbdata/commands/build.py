@@ -1,0 +1,73 @@
+"""``mmlb build CONFIG... --source KEY=PATH --out DIR``."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..build import build_configs
+from ..registry import UnknownConfigError
+from ._common import key_value, parse_option_value
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "build", help="build configs into a dataset folder",
+        description="Build one or more configs from local copies of the original releases into a "
+                    "folder that datasets.load_dataset(folder, config) reads. Building into an existing "
+                    "folder adds or replaces those configs and keeps the others.",
+        epilog="example: mmlb build vh_single_8k vh_multi_32k --source coco=/data/coco2017 --out mmlb")
+    parser.add_argument("configs", nargs="+", metavar="CONFIG", help="config names (see `mmlb list`)")
+    parser.add_argument("--source", action="append", type=key_value, default=[], metavar="KEY=PATH",
+                        help="a source release folder, e.g. coco=/data/coco2017 (repeatable; "
+                             "`mmlb list --sources` shows the keys)")
+    parser.add_argument("--out", required=True, help="output dataset folder")
+    parser.add_argument("--limit", type=int, default=None, metavar="N",
+                        help="cap the number of source questions per config")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--num-proc", type=int, default=1, metavar="P",
+                        help="build up to P configs in parallel processes")
+    parser.add_argument("--option", action="append", type=key_value, default=[], metavar="KEY=VALUE",
+                        help="recipe option, e.g. num_questions=50 (repeatable)")
+    parser.add_argument("--tokenizer", default=None, metavar="PATH",
+                        help="Llama-2 tokenizer.model (default: $MMLB_TOKENIZER or the HF cache)")
+    parser.add_argument("--cache-dir", default=None, metavar="DIR",
+                        help="image store for rendered/generated images (default: ~/.cache/mmlbdata)")
+    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    options = {k: parse_option_value(v) for k, v in args.option}
+    store_root = f"{args.cache_dir}/store" if args.cache_dir else None
+    try:
+        results = build_configs(args.configs, dict(args.source), args.out, seed=args.seed, limit=args.limit,
+                                options=options, store_root=store_root, tokenizer=args.tokenizer,
+                                progress=not args.no_progress, num_proc=args.num_proc)
+    except UnknownConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return print_summary(results, args.out)
+
+
+def print_summary(results, out: str) -> int:
+    built = [r for r in results if r.ok]
+    print(f"\n{'config':<36} {'rows':>6} {'images':>7} {'tokens(mean)':>12} {'fill':>6} {'skipped':>7}")
+    for r in results:
+        skipped = r.report.get("num_skipped", 0)
+        if r.ok:
+            s = r.stats
+            print(f"{r.config:<36} {s.num_rows:>6} {s.num_images:>7} {s.tokens_mean:>12.0f} "
+                  f"{s.fill_ratio:>6.3f} {skipped:>7}")
+        else:
+            print(f"{r.config:<36} FAILED: {r.error}")
+        for item in r.report.get("skipped", [])[:10]:
+            where = f"{item['file']} [{item['record']}]" if item["record"] else item["file"]
+            print(f"    skipped {where}: {item['reason']}", file=sys.stderr)
+        if skipped > 10:
+            print(f"    ... {skipped - 10} more skipped records in {out}/manifests/{r.config}.json",
+                  file=sys.stderr)
+        for note in r.report.get("notes", []):
+            print(f"    note: {note}", file=sys.stderr)
+    if built:
+        print(f"\nload with: datasets.load_dataset({out!r}, {built[0].config!r}, split='test')")
+    return 0 if built else 1

@@ -1,0 +1,31 @@
+"""``mmlb stats DIR``: rows, images, token lengths and fill ratio per config, from the parquet."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..stats import config_stats, configs_in
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("stats", help="token-length statistics of a built folder",
+                            description="Read each config's parquet files (not the images) and print rows, "
+                                        "images per row, token length min/mean/max and the fill ratio "
+                                        "num_tokens/length.")
+    parser.add_argument("folder", help="a folder written by `mmlb build`")
+    parser.add_argument("--config", action="append", default=None, help="only these configs")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    folder = Path(args.folder)
+    names = args.config or configs_in(folder)
+    if not names:
+        print(f"no built config under {folder}/data")
+        return 1
+    print(f"{'config':<36} {'rows':>6} {'img/row':>8} {'min':>7} {'mean':>8} {'max':>7} {'fill':>6}")
+    for name in names:
+        s = config_stats(folder, name)
+        print(f"{name:<36} {s['rows']:>6} {s['images_per_row']:>8.1f} {s['tokens_min']:>7} "
+              f"{s['tokens_mean']:>8.0f} {s['tokens_max']:>7} {s['fill_ratio']:>6.3f}")
+    return 0

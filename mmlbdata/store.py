@@ -1,0 +1,170 @@
+"""The content-addressed image store.
+
+Examples refer to images by :class:`ImageRef` (a file on disk plus its pixel size) while they are
+built; bytes are read only when the writer embeds them. Two kinds of images meet here:
+
+* **source images** (COCO photos, dataset pages) are referenced where they lie, after a cheap
+  check (header size, end-of-image marker); nothing is copied;
+* **generated images** (rendered PDF pages, text pages, stitched grids, video frames) are written
+  once under ``objects/<sha256>.<ext>``; :meth:`ImageStore.cached` remembers which recipe
+  (e.g. ``pdf:<sha>:p3:144dpi``) produced which object, so work is never done twice, across
+  processes and across builds.
+
+Writes are atomic (temp file + rename), so concurrent workers and killed builds never leave a
+half-written object behind.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional, Union
+
+from .tokens import ImageHeaderError, image_size
+
+PathLike = Union[str, os.PathLike]
+
+
+class BadImageError(ValueError):
+    """An image file that cannot be used; the message names the file and the problem."""
+
+    def __init__(self, path: PathLike, reason: str):
+        super().__init__(f"{path}: {reason}")
+        self.path, self.reason = str(path), reason
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    """An encoded image on disk and its pixel size (read from the header)."""
+
+    path: str
+    width: int
+    height: int
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path)
+
+    def read_bytes(self) -> bytes:
+        with open(self.path, "rb") as handle:
+            return handle.read()
+
+
+def _check_complete(path: PathLike, head: bytes, tail: bytes) -> None:
+    """Cheap truncation check without decoding: JPEG must end with EOI, PNG with IEND."""
+    if head.startswith(b"\xff\xd8") and b"\xff\xd9" not in tail:
+        raise BadImageError(path, "JPEG is truncated or corrupt (no end-of-image marker)")
+    if head.startswith(b"\x89PNG") and b"IEND" not in tail:
+        raise BadImageError(path, "PNG is truncated or corrupt (no IEND chunk)")
+
+
+def inspect_image(path: PathLike) -> ImageRef:
+    """Validate a source image cheaply and read its size from the header."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(16)
+            size = os.fstat(handle.fileno()).st_size
+            if size < 16:
+                raise BadImageError(path, f"file too small to be an image ({size} bytes)")
+            handle.seek(max(0, size - 4096))
+            tail = handle.read()
+    except FileNotFoundError:
+        raise BadImageError(path, "image file is missing") from None
+    except OSError as err:
+        raise BadImageError(path, f"cannot read image file ({err.strerror})") from None
+    _check_complete(path, head, tail)
+    try:
+        width, height = image_size(path)
+    except ImageHeaderError as err:
+        raise BadImageError(path, f"unreadable image header ({err.args[0].split(': ', 1)[-1]})") from None
+    return ImageRef(str(path), width, height)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def file_sha256(path: PathLike, chunk: int = 1 << 20) -> str:
+    """SHA-256 of a file's bytes, streamed (used to key recipes on source content)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def default_store_root() -> Path:
+    """``$MMLB_CACHE/store``, else ``~/.cache/mmlbdata/store``."""
+    base = os.environ.get("MMLB_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "mmlbdata")
+    return Path(base) / "store"
+
+
+class ImageStore:
+    """One copy per distinct image; recipes remember how generated images were made."""
+
+    def __init__(self, root: Optional[PathLike] = None):
+        self.root = Path(root) if root is not None else default_store_root()
+        self.objects = self.root / "objects"
+        self.recipes = self.root / "recipes"
+        self._refs: dict[str, ImageRef] = {}
+
+    # -- source images -----------------------------------------------------------------------
+    def ref(self, path: PathLike) -> ImageRef:
+        """A validated reference to a source image (memoised per path; nothing is copied)."""
+        key = os.fspath(path)
+        ref = self._refs.get(key)
+        if ref is None:
+            ref = self._refs[key] = inspect_image(key)
+        return ref
+
+    # -- generated images --------------------------------------------------------------------
+    def put_bytes(self, data: bytes, ext: str) -> ImageRef:
+        """Store encoded image bytes under their SHA-256 (idempotent)."""
+        ext = ext.lower().lstrip(".")
+        digest = hashlib.sha256(data).hexdigest()
+        path = self.objects / digest[:2] / f"{digest}.{ext}"
+        if not path.exists():
+            _atomic_write(path, data)
+        width, height = image_size(data)
+        return ImageRef(str(path), width, height)
+
+    def put_image(self, image, fmt: str = "PNG", **save_kwargs) -> ImageRef:
+        """Encode a PIL image deterministically and store it."""
+        import io
+
+        buffer = io.BytesIO()
+        if fmt.upper() in ("JPEG", "JPG") and image.mode not in ("RGB", "L"):
+            image = image.convert("RGB")
+        image.save(buffer, format=fmt, **save_kwargs)
+        return self.put_bytes(buffer.getvalue(), "jpg" if fmt.upper() in ("JPEG", "JPG") else fmt.lower())
+
+    def cached(self, recipe_key: str, produce: Callable[[], tuple[bytes, str]]) -> ImageRef:
+        """The image made by ``recipe_key``, produced (``-> (bytes, ext)``) only the first time."""
+        digest = hashlib.sha256(recipe_key.encode("utf-8")).hexdigest()
+        entry = self.recipes / digest[:2] / f"{digest}.json"
+        if entry.exists():
+            try:
+                record = json.loads(entry.read_text())
+                path = self.root / record["object"]
+                if path.exists():
+                    return ImageRef(str(path), record["width"], record["height"])
+            except (ValueError, KeyError):
+                pass  # a damaged entry is simply rebuilt
+        data, ext = produce()
+        ref = self.put_bytes(data, ext)
+        record = {"recipe": recipe_key, "object": os.path.relpath(ref.path, self.root),
+                  "width": ref.width, "height": ref.height}
+        _atomic_write(entry, json.dumps(record, sort_keys=True).encode())
+        return ref

@@ -1,0 +1,277 @@
+"""The unified token counter: Llama-2 text tokens plus image tokens.
+
+Every length in mmlbdata (8K ... 128K, K = 1024) is measured by this one counter, so numbers are
+comparable across benchmark families:
+
+* **Image tokens** follow Qwen2.5-VL: 14x14 patches merged 2x2, i.e. one token per 28x28 pixels,
+  after ``smart_resize`` rounds the image to multiples of 28 within pixel bounds.
+  Sizes come from the file header; pixels are never decoded to count.
+* **Text tokens** are the exact ids of the Llama-2 SentencePiece model (through ``sentencepiece``,
+  not transformers, whose 5.x Llama tokenizers build wrong vocabularies silently), plus one BOS per
+  prompt as HELMET counts it, no EOS. ``<image>`` placeholders are removed before counting.
+"""
+from __future__ import annotations
+
+import io
+import math
+import os
+import struct
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Sequence, Union
+
+IMAGE_PLACEHOLDER = "<image>"
+
+PATCH_SIZE = 14
+MERGE_SIZE = 2
+MIN_PIXELS = 4 * 28 * 28
+MAX_PIXELS = 16384 * 28 * 28
+
+TOKENIZER_REPO = "hf-internal-testing/llama-tokenizer"
+TOKENIZER_FILE = "tokenizer.model"
+TOKENIZER_ENV = "MMLB_TOKENIZER"
+
+
+# --------------------------------------------------------------------------------------------
+# Image tokens
+# --------------------------------------------------------------------------------------------
+
+def smart_resize(
+    height: int,
+    width: int,
+    *,
+    factor: int = PATCH_SIZE * MERGE_SIZE,
+    min_pixels: int = MIN_PIXELS,
+    max_pixels: int = MAX_PIXELS,
+) -> tuple[int, int]:
+    """Qwen2.5-VL's resize rule: sides rounded to multiples of ``factor`` within pixel bounds."""
+    if height <= 0 or width <= 0:
+        raise ValueError(f"image size must be positive, got {width}x{height}")
+    h_bar = max(factor, round(height / factor) * factor)
+    w_bar = max(factor, round(width / factor) * factor)
+    if h_bar * w_bar > max_pixels:
+        beta = math.sqrt((height * width) / max_pixels)
+        h_bar = max(factor, math.floor(height / beta / factor) * factor)
+        w_bar = max(factor, math.floor(width / beta / factor) * factor)
+    elif h_bar * w_bar < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
+        h_bar = math.ceil(height * beta / factor) * factor
+        w_bar = math.ceil(width * beta / factor) * factor
+    return h_bar, w_bar
+
+
+@dataclass(frozen=True)
+class ImageTokenRule:
+    """Parameters of the image token rule (defaults: Qwen2.5-VL)."""
+
+    patch_size: int = PATCH_SIZE
+    merge_size: int = MERGE_SIZE
+    min_pixels: int = MIN_PIXELS
+    max_pixels: int = MAX_PIXELS
+
+    @property
+    def factor(self) -> int:
+        return self.patch_size * self.merge_size
+
+    def tokens(self, width: int, height: int) -> int:
+        h, w = smart_resize(height, width, factor=self.factor,
+                            min_pixels=self.min_pixels, max_pixels=self.max_pixels)
+        return (h // self.factor) * (w // self.factor)
+
+
+DEFAULT_IMAGE_RULE = ImageTokenRule()
+
+
+def image_tokens(width: int, height: int, rule: ImageTokenRule = DEFAULT_IMAGE_RULE) -> int:
+    """Tokens of one ``width`` x ``height`` image: 640x480 -> 391, 1224x1584 -> 2508."""
+    return _cached_image_tokens(width, height, rule)
+
+
+@lru_cache(maxsize=65536)
+def _cached_image_tokens(width: int, height: int, rule: ImageTokenRule) -> int:
+    return rule.tokens(width, height)
+
+
+# --------------------------------------------------------------------------------------------
+# Header-only image sizes
+# --------------------------------------------------------------------------------------------
+
+class ImageHeaderError(ValueError):
+    """The bytes do not start like an image whose size we can read."""
+
+
+_JPEG_SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
+
+
+def _jpeg_size(stream: io.BufferedIOBase) -> tuple[int, int]:
+    """Walk JPEG markers up to the first SOFn segment; never touches entropy-coded data."""
+    stream.seek(2)
+    while True:
+        byte = stream.read(1)
+        while byte and byte != b"\xff":
+            byte = stream.read(1)
+        while byte == b"\xff":
+            byte = stream.read(1)
+        if not byte:
+            raise ImageHeaderError("JPEG ends before its frame header")
+        marker = byte[0]
+        if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
+            continue
+        raw = stream.read(2)
+        if len(raw) != 2:
+            raise ImageHeaderError("JPEG segment header truncated")
+        (seg_len,) = struct.unpack(">H", raw)
+        if marker in _JPEG_SOF:
+            data = stream.read(5)
+            if len(data) != 5:
+                raise ImageHeaderError("JPEG frame header truncated")
+            height, width = struct.unpack(">HH", data[1:5])
+            if width == 0 or height == 0:
+                raise ImageHeaderError("JPEG frame header has a zero size")
+            return width, height
+        stream.seek(seg_len - 2, io.SEEK_CUR)
+
+
+def _read_size(stream: io.BufferedIOBase) -> tuple[int, int]:
+    head = stream.read(32)
+    if head[:3] == b"\xff\xd8\xff":
+        return _jpeg_size(stream)
+    if head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR":
+        return struct.unpack(">II", head[16:24])
+    # Other formats (GIF, WebP, BMP, TIFF ...): PIL parses only the header on open.
+    from PIL import Image, UnidentifiedImageError
+
+    stream.seek(0)
+    try:
+        with Image.open(stream) as img:
+            return img.size
+    except (UnidentifiedImageError, OSError, SyntaxError) as err:
+        raise ImageHeaderError(f"not a readable image ({err})") from err
+
+
+def image_size(source: Union[str, os.PathLike, bytes]) -> tuple[int, int]:
+    """``(width, height)`` read from the file header, without decoding pixels."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return _read_size(io.BytesIO(bytes(source)))
+    with open(source, "rb") as stream:
+        try:
+            return _read_size(stream)
+        except ImageHeaderError as err:
+            raise ImageHeaderError(f"{source}: {err}") from err
+
+
+# --------------------------------------------------------------------------------------------
+# Text tokens
+# --------------------------------------------------------------------------------------------
+
+class TokenizerNotFoundError(RuntimeError):
+    """No Llama-2 ``tokenizer.model`` could be located."""
+
+
+def find_tokenizer_model(path: Union[str, os.PathLike, None] = None) -> Path:
+    """Locate the Llama-2 SentencePiece model.
+
+    Order: explicit ``path``; the ``MMLB_TOKENIZER`` environment variable; the Hugging Face cache
+    or a one-time download of ``hf-internal-testing/llama-tokenizer/tokenizer.model``.
+    """
+    for candidate, origin in ((path, "argument"), (os.environ.get(TOKENIZER_ENV), TOKENIZER_ENV)):
+        if candidate:
+            candidate = Path(candidate).expanduser()
+            if not candidate.is_file():
+                raise TokenizerNotFoundError(f"tokenizer model from {origin} does not exist: {candidate}")
+            return candidate
+    try:
+        from huggingface_hub import hf_hub_download
+
+        return Path(hf_hub_download(TOKENIZER_REPO, TOKENIZER_FILE))
+    except Exception as err:  # offline, no cache, hub error: one actionable message
+        raise TokenizerNotFoundError(
+            "The Llama-2 tokenizer model is needed to count text tokens and could not be found or "
+            f"downloaded ({type(err).__name__}: {err}).\nProvide it in one of these ways:\n"
+            f"  * export {TOKENIZER_ENV}=/path/to/tokenizer.model   (Meta's Llama-2 tokenizer.model)\n"
+            "  * pass --tokenizer /path/to/tokenizer.model to mmlb\n"
+            f"  * go online once so it is cached: huggingface-cli download {TOKENIZER_REPO} {TOKENIZER_FILE}"
+        ) from err
+
+
+class TextTokenizer:
+    """Exact Llama-2 token ids through ``sentencepiece``."""
+
+    def __init__(self, model_path: Union[str, os.PathLike, None] = None, *, num_threads: int = 0):
+        import sentencepiece as spm
+
+        self.model_path = find_tokenizer_model(model_path)
+        self._sp = spm.SentencePieceProcessor(model_file=str(self.model_path))
+        self.num_threads = num_threads or min(8, os.cpu_count() or 1)
+        self.bos_id = self._sp.bos_id()
+
+    def encode(self, text: str) -> list[int]:
+        return self._sp.encode(text)
+
+    def count(self, text: str) -> int:
+        """Tokens of ``text`` alone (no BOS)."""
+        return len(self._sp.encode(text)) if text else 0
+
+    def count_batch(self, texts: Sequence[str]) -> list[int]:
+        """Counts of many texts in one call (sentencepiece encodes them on several threads)."""
+        if not texts:
+            return []
+        return [len(ids) for ids in self._sp.encode(list(texts), num_threads=self.num_threads)]
+
+    def __getstate__(self):  # picklable for worker processes: reload from the file
+        return {"model_path": str(self.model_path), "num_threads": self.num_threads}
+
+    def __setstate__(self, state):
+        self.__init__(state["model_path"], num_threads=state["num_threads"])
+
+
+# --------------------------------------------------------------------------------------------
+# The unified counter
+# --------------------------------------------------------------------------------------------
+
+SizeLike = Union[tuple[int, int], "object"]
+
+
+class TokenCounter:
+    """Text tokens of the whole prompt (placeholders removed, plus BOS) + tokens of every image."""
+
+    def __init__(
+        self,
+        tokenizer: Union[TextTokenizer, str, os.PathLike, None] = None,
+        *,
+        add_bos: bool = True,
+        image_rule: ImageTokenRule = DEFAULT_IMAGE_RULE,
+    ):
+        self.tokenizer = tokenizer if isinstance(tokenizer, TextTokenizer) else TextTokenizer(tokenizer)
+        self.add_bos = add_bos
+        self.image_rule = image_rule
+
+    def text(self, prompt: str) -> int:
+        """Text tokens the model receives for ``prompt``: ``<image>`` removed, BOS included."""
+        return self.tokenizer.count(prompt.replace(IMAGE_PLACEHOLDER, "")) + int(self.add_bos)
+
+    def image(self, width: int, height: int) -> int:
+        return image_tokens(width, height, self.image_rule)
+
+    def images(self, images: Iterable[SizeLike]) -> int:
+        total = 0
+        for img in images:
+            width, height = (img.width, img.height) if hasattr(img, "width") else img
+            total += image_tokens(width, height, self.image_rule)
+        return total
+
+    def example(self, prompt: str, images: Iterable[SizeLike] = ()) -> int:
+        """Tokens of a whole example: the prompt's text tokens plus its images' tokens."""
+        return self.text(prompt) + self.images(images)
+
+
+_DEFAULT_COUNTER: TokenCounter | None = None
+
+
+def default_counter() -> TokenCounter:
+    """A process-wide counter with the default tokenizer (found as ``find_tokenizer_model`` says)."""
+    global _DEFAULT_COUNTER
+    if _DEFAULT_COUNTER is None:
+        _DEFAULT_COUNTER = TokenCounter()
+    return _DEFAULT_COUNTER

@@ -1,0 +1,267 @@
+"""Write a built config as parquet shards that ``datasets.load_dataset(folder, config)`` reads.
+
+Layout of an output folder::
+
+    README.md                      YAML front matter: configs (data_files) + dataset_info
+    data/<config>/test-00000-of-00002.parquet
+    manifests/<config>.json        what was built, from what, with which statistics and skips
+
+Properties:
+
+* **streaming**: rows are buffered for one row group at most (bounded by bytes), so memory does not
+  grow with the number of examples;
+* **deduplicated images**: image bytes are dictionary-encoded in each row group, so an image shared
+  by many rows of a group (the six depths of one question, a common distractor) is stored once;
+* **atomic**: shards are written into ``data/.<config>.partial/`` and moved into place only when
+  the whole config is complete; a crash never leaves a half-finished config looking complete;
+* **deterministic**: same rows in the same order give byte-identical files.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Optional
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from datasets import Features
+
+from . import __version__
+from .schema import FEATURES
+from .store import ImageRef
+
+SPLIT = "test"
+DEFAULT_ROW_GROUP_BYTES = 512 << 20
+DEFAULT_SHARD_BYTES = 1 << 30
+DICTIONARY_PAGE_LIMIT = (1 << 31) - (64 << 20)  # stay under parquet's 2 GiB page limit
+
+
+def config_data_dir(out_dir: Path, config: str) -> Path:
+    return Path(out_dir) / "data" / config
+
+
+def data_files_pattern(config: str) -> str:
+    return f"data/{config}/{SPLIT}-*.parquet"
+
+
+@dataclass
+class ConfigStats:
+    """Statistics of one written config (also stored in its manifest)."""
+
+    config: str
+    num_rows: int = 0
+    num_images: int = 0
+    num_unique_images: int = 0
+    image_bytes_unique: int = 0
+    num_bytes: int = 0
+    num_shards: int = 0
+    tokens_min: Optional[int] = None
+    tokens_max: Optional[int] = None
+    tokens_sum: int = 0
+    fill_sum: float = 0.0
+    seconds: float = 0.0
+    fingerprint: str = ""
+
+    def add(self, row: dict[str, Any]) -> None:
+        tokens = int(row["num_tokens"])
+        self.num_rows += 1
+        self.num_images += len(row["images"])
+        self.tokens_sum += tokens
+        self.tokens_min = tokens if self.tokens_min is None else min(self.tokens_min, tokens)
+        self.tokens_max = tokens if self.tokens_max is None else max(self.tokens_max, tokens)
+        if row.get("length"):
+            self.fill_sum += tokens / int(row["length"])
+
+    @property
+    def tokens_mean(self) -> float:
+        return self.tokens_sum / self.num_rows if self.num_rows else 0.0
+
+    @property
+    def fill_ratio(self) -> float:
+        return self.fill_sum / self.num_rows if self.num_rows else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.update(tokens_mean=round(self.tokens_mean, 2), fill_ratio=round(self.fill_ratio, 4))
+        return data
+
+
+@dataclass
+class _RowGroup:
+    rows: list[dict] = field(default_factory=list)
+    blobs: dict[str, bytes] = field(default_factory=dict)  # path -> bytes, shared across rows
+    raw_bytes: int = 0
+
+
+def _features_metadata(features: Features) -> dict[bytes, bytes]:
+    """The schema metadata ``datasets`` reads back to restore ``Image()`` and friends."""
+    return {b"huggingface": json.dumps({"info": {"features": features.to_dict()}}).encode()}
+
+
+class ConfigWriter:
+    """Streams one config's rows into parquet shards; see the module docstring."""
+
+    def __init__(
+        self,
+        out_dir: os.PathLike,
+        config: str,
+        features: Features = FEATURES,
+        *,
+        row_group_bytes: int = DEFAULT_ROW_GROUP_BYTES,
+        shard_bytes: int = DEFAULT_SHARD_BYTES,
+        image_name: Callable[[ImageRef], str] = lambda ref: ref.name,
+    ):
+        self.out_dir = Path(out_dir)
+        self.config = config
+        self.features = features
+        self.schema = features.arrow_schema.with_metadata(_features_metadata(features))
+        self.row_group_bytes = row_group_bytes
+        self.shard_bytes = shard_bytes
+        self.image_name = image_name
+        self.image_columns = [name for name, feat in features.items() if _is_image_list(feat)]
+        self.staging = self.out_dir / "data" / f".{config}.partial"
+        self.stats = ConfigStats(config)
+        self._group = _RowGroup()
+        self._writer: Optional[pq.ParquetWriter] = None
+        self._shard_paths: list[Path] = []
+        self._unique: set[str] = set()
+        self._started = time.perf_counter()
+        if self.staging.exists():
+            shutil.rmtree(self.staging)
+        self.staging.mkdir(parents=True)
+
+    # -- rows ----------------------------------------------------------------------------------
+    def write(self, row: dict[str, Any]) -> None:
+        encoded = dict(row)
+        for column in self.image_columns:
+            encoded[column] = [self._encode_image(ref) for ref in row[column]]
+        self._group.rows.append(encoded)
+        self.stats.add(row)
+        if self._group.raw_bytes >= self.row_group_bytes:
+            self._flush()
+
+    def _encode_image(self, ref: ImageRef) -> dict[str, Any]:
+        blob = self._group.blobs.get(ref.path)
+        if blob is None:
+            blob = self._group.blobs[ref.path] = ref.read_bytes()
+            if ref.path not in self._unique:
+                self._unique.add(ref.path)
+                self.stats.num_unique_images += 1
+                self.stats.image_bytes_unique += len(blob)
+        self._group.raw_bytes += len(blob)
+        return {"bytes": blob, "path": self.image_name(ref)}
+
+    def _flush(self) -> None:
+        if not self._group.rows:
+            return
+        if self._writer is None:
+            path = self.staging / f"shard-{len(self._shard_paths):05d}.parquet"
+            self._shard_paths.append(path)
+            self._writer = pq.ParquetWriter(
+                path, self.schema, compression="zstd", use_dictionary=True,
+                dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT, write_statistics=False,
+            )
+        table = pa.Table.from_pylist(self._group.rows, schema=self.schema)
+        self._writer.write_table(table, row_group_size=len(self._group.rows))
+        self._group = _RowGroup()
+        if self._shard_paths[-1].stat().st_size >= self.shard_bytes:
+            self._writer.close()
+            self._writer = None
+
+    # -- end -----------------------------------------------------------------------------------
+    def abort(self) -> None:
+        """Drop everything written so far (the previous version of the config stays)."""
+        if self._writer is not None:
+            self._writer.close()
+        shutil.rmtree(self.staging, ignore_errors=True)
+
+    def close(self) -> ConfigStats:
+        """Finish the last shard and move the config into place atomically."""
+        self._flush()
+        if self._writer is not None:
+            self._writer.close()
+        if not self._shard_paths:  # an empty config still gets one valid, empty shard
+            path = self.staging / "shard-00000.parquet"
+            pq.write_table(self.schema.empty_table(), path, compression="zstd")
+            self._shard_paths.append(path)
+        total = len(self._shard_paths)
+        digest = hashlib.sha256()
+        for index, path in enumerate(self._shard_paths):
+            final = path.with_name(f"{SPLIT}-{index:05d}-of-{total:05d}.parquet")
+            path.rename(final)
+            with open(final, "rb") as handle:
+                while block := handle.read(1 << 20):
+                    digest.update(block)
+            self.stats.num_bytes += final.stat().st_size
+        self.stats.num_shards = total
+        self.stats.fingerprint = digest.hexdigest()
+        self.stats.seconds = round(time.perf_counter() - self._started, 3)
+        target = config_data_dir(self.out_dir, self.config)
+        if target.exists():
+            old = target.with_name(f".{self.config}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            target.rename(old)
+            self.staging.rename(target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            self.staging.rename(target)
+        return self.stats
+
+
+def _is_image_list(feature: Any) -> bool:
+    from datasets import Image, List, Sequence
+
+    inner = getattr(feature, "feature", None)
+    return isinstance(feature, (List, Sequence)) and isinstance(inner, Image)
+
+
+def write_config(
+    out_dir: os.PathLike,
+    config: str,
+    rows: Iterable[dict[str, Any]],
+    features: Features = FEATURES,
+    *,
+    manifest: Optional[dict[str, Any]] = None,
+    **writer_options: Any,
+) -> ConfigStats:
+    """Write ``rows`` as ``config`` under ``out_dir``, then its manifest and the README YAML.
+
+    If ``rows`` raises, nothing of this config is left behind (a previous build of it stays).
+    """
+    writer = ConfigWriter(out_dir, config, features, **writer_options)
+    try:
+        for row in rows:
+            writer.write(row)
+    except BaseException:
+        writer.abort()
+        raise
+    stats = writer.close()
+    write_manifest(out_dir, config, {**(manifest or {}), "stats": stats.to_dict()})
+    from .card import update_readme
+
+    update_readme(out_dir, config, features, stats)
+    return stats
+
+
+def manifest_path(out_dir: os.PathLike, config: str) -> Path:
+    return Path(out_dir) / "manifests" / f"{config}.json"
+
+
+def write_manifest(out_dir: os.PathLike, config: str, content: dict[str, Any]) -> Path:
+    path = manifest_path(out_dir, config)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = {"config": config, "mmlbdata_version": __version__, **content}
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(body, indent=2, sort_keys=True, default=str) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def read_manifest(out_dir: os.PathLike, config: str) -> Optional[dict[str, Any]]:
+    path = manifest_path(out_dir, config)
+    return json.loads(path.read_text()) if path.exists() else None
