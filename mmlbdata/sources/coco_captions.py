@@ -1,102 +1,90 @@
 """COCO captions in the release layout: ``annotations/captions_{split}.json`` + ``{split}/`` images.
 
-Any COCO release folder works (2014 or 2017, one split or several). One caption is kept per image:
-by default the *last* one listed for it in the annotation file, which is MMNeedle's rule (its
-``file_to_caption.py`` builds ``{image_id: caption}`` over the annotation list, so later captions
-overwrite earlier ones); ``pick`` selects another position (0 = first listed).
+A separate reader next to :mod:`mmlbdata.sources.coco` (instances), sharing its listing and JSON
+loading. Any COCO release folder works (2014 or 2017, one split or several). One caption is kept
+per image: by default the *last* one listed for it in the annotation file, which is MMNeedle's
+rule (its ``file_to_caption.py`` builds ``{image_id: caption}`` over the annotation list, so later
+captions overwrite earlier ones); ``pick`` selects another position (0 = first listed).
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
+from ..report import BuildReport
+from ..store import BadImageError, ImageRef, ImageStore
+from .coco import annotation_files, load_json
 
-class _Report(Protocol):  # mmlbdata.report.BuildReport
-    def skip(self, file, record, reason) -> None: ...
+LAYOUT = "COCO release folder: annotations/captions_<split>.json + <split>/*.jpg (e.g. val2014/)"
 
 
 @dataclass(frozen=True)
 class CaptionedImage:
     """One COCO image with the caption chosen for it."""
 
-    path: Path
     image_id: int
     split: str
+    ref: ImageRef
     caption: str
-    width: int
-    height: int
 
     @property
     def key(self) -> str:
         """``split/file_name``: unique across the splits of a release folder."""
-        return f"{self.split}/{self.path.name}"
+        return f"{self.split}/{Path(self.ref.path).name}"
 
 
-def caption_files(root: str | Path) -> list[Path]:
-    """The ``captions_*.json`` files of a release folder, sorted."""
-    root = Path(root)
-    files = sorted((root / "annotations").glob("captions_*.json"))
-    if not files:
-        raise FileNotFoundError(
-            f"{root}: no annotations/captions_*.json (expected a COCO release folder: "
-            "annotations/captions_val2014.json and val2014/ images, or the 2017 layout)")
-    return files
-
-
-def read_captions(root: str | Path, pick: int = -1, report: _Report | None = None) -> list[CaptionedImage]:
+def read_captions(root: Path, store: ImageStore, report: BuildReport, pick: int = -1) -> list[CaptionedImage]:
     """Every captioned image of the release under ``root``, sorted by ``split/file_name``.
 
-    Images without a caption at position ``pick``, or whose file is missing, are skipped and
-    reported; an unreadable annotation file is reported and the other splits still read.
+    Images without a caption at position ``pick``, or whose file is missing or corrupt, are
+    skipped and reported; an unreadable annotation file is reported and the other splits read.
     """
+    files = annotation_files(root, "captions")
+    if not files:
+        raise FileNotFoundError(f"{root}: no annotations/captions_*.json; expected {LAYOUT}")
     out: list[CaptionedImage] = []
-    for ann_file in caption_files(root):
-        split = ann_file.stem[len("captions_"):]
-        try:
-            data = json.loads(ann_file.read_text(encoding="utf-8"))
-            images, annotations = data["images"], data["annotations"]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            _skip(report, ann_file, None, f"unreadable caption file: {exc}")
+    for ann_file in files:
+        data = load_json(ann_file, report)
+        if data is None:
             continue
-        out.extend(_split_images(ann_file, split, images, annotations, pick, report))
+        if not isinstance(data, dict) or not isinstance(data.get("images"), list) \
+                or not isinstance(data.get("annotations"), list):
+            report.skip(ann_file, None, "not a COCO captions file (needs 'images' and 'annotations'); file skipped")
+            continue
+        out.extend(_split_images(Path(root), ann_file, data, store, report, pick))
     return sorted(out, key=lambda item: item.key)
 
 
-def _split_images(ann_file: Path, split: str, images: list, annotations: list, pick: int,
-                  report: _Report | None) -> list[CaptionedImage]:
+def _captions_by_image(ann_file: Path, annotations: list, report: BuildReport) -> dict[int, list[str]]:
     by_image: dict[int, list[str]] = {}
     for ann in annotations:
         try:
-            by_image.setdefault(int(ann["image_id"]), []).append(str(ann["caption"]).strip())
+            by_image.setdefault(int(ann["image_id"]), []).append(" ".join(str(ann["caption"]).split()))
         except (KeyError, TypeError, ValueError):
-            _skip(report, ann_file, ann, "caption annotation without image_id/caption")
-    folder = ann_file.parent.parent / split
+            report.skip(ann_file, repr(ann)[:80], "caption annotation without image_id/caption")
+    return by_image
+
+
+def _split_images(root: Path, ann_file: Path, data: dict, store: ImageStore, report: BuildReport,
+                  pick: int) -> list[CaptionedImage]:
+    split = ann_file.stem[len("captions_"):]
+    by_image = _captions_by_image(ann_file, data["annotations"], report)
     out = []
-    for image in images:
+    for info in data["images"]:
         try:
-            image_id, name = int(image["id"]), str(image["file_name"])
-            width, height = int(image["width"]), int(image["height"])
+            image_id, name = int(info["id"]), str(info["file_name"])
         except (KeyError, TypeError, ValueError):
-            _skip(report, ann_file, image, "image entry without id/file_name/width/height")
+            report.skip(ann_file, repr(info)[:80], "image entry without id/file_name")
             continue
         captions = by_image.get(image_id, [])
         if not -len(captions) <= pick < len(captions):
-            _skip(report, ann_file, image_id, f"no caption at position {pick} ({len(captions)} listed)")
+            report.skip(ann_file, f"image_id={image_id}", f"no caption at position {pick} ({len(captions)} listed)")
             continue
-        path = folder / name
-        if not path.is_file():
-            _skip(report, ann_file, image_id, f"image file missing: {path}")
+        path = root / split / name
+        try:
+            ref = store.ref(path)
+        except BadImageError as err:
+            report.skip(path, f"image_id={image_id}", f"{err.reason} (named by {ann_file.name})")
             continue
-        out.append(CaptionedImage(path, image_id, split, captions[pick], width, height))
+        out.append(CaptionedImage(image_id, split, ref, captions[pick]))
     return out
-
-
-def _skip(report: _Report | None, file, record, reason: str) -> None:
-    if report is None:
-        import warnings
-
-        warnings.warn(f"{file}: record {record!r} skipped: {reason}", stacklevel=3)
-        return
-    report.skip(file, record, reason)
