@@ -47,7 +47,7 @@ from .base import MMLBBuilder, MMLBConfig
 SETTINGS = ((1, 2), (1, 4), (1, 8), (10, 1), (10, 2), (10, 4), (10, 8))
 NEEDLE_COUNTS = (1, 2, 5)
 GRID_SIZES = (1, 2, 4, 8)
-MAX_DRAWS = 1000  # haystack redraws per sample before it is skipped (tiny sources only)
+MAX_DRAWS = 5000  # haystack redraws per sample before it is skipped (tiny sources only)
 FIT_ROUNDS = 6    # rounds of (choose M, draw needles) for budget configs
 
 SINGLE = ("Given {M} {images} indexed from 1 to {M}, each divided into {N}*{N} {subimages}, identify "
