@@ -11,7 +11,8 @@ Properties:
 * **streaming**: rows are buffered for one row group at most (bounded by bytes), so memory does not
   grow with the number of examples;
 * **deduplicated images**: image bytes are dictionary-encoded in each row group, so an image shared
-  by many rows of a group (the six depths of one question, a common distractor) is stored once;
+  by many rows of a group (the six depths of one question, a common distractor) is stored once, on
+  disk and in memory (the buffer is an Arrow dictionary array bounded by distinct bytes);
 * **atomic**: shards are written into ``data/.<config>.partial/`` and moved into place only when
   the whole config is complete; a crash never leaves a half-finished config looking complete;
 * **deterministic**: same rows in the same order give byte-identical files.
@@ -23,7 +24,7 @@ import json
 import os
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
@@ -36,7 +37,8 @@ from .schema import FEATURES
 from .store import ImageRef
 
 SPLIT = "test"
-DEFAULT_ROW_GROUP_BYTES = 512 << 20
+DEFAULT_ROW_GROUP_BYTES = 256 << 20  # distinct image bytes held per row group
+DEFAULT_ROW_GROUP_ROWS = 2000
 DEFAULT_SHARD_BYTES = 1 << 30
 DICTIONARY_PAGE_LIMIT = (1 << 31) - (64 << 20)  # stay under parquet's 2 GiB page limit
 
@@ -91,11 +93,33 @@ class ConfigStats:
         return data
 
 
-@dataclass
 class _RowGroup:
-    rows: list[dict] = field(default_factory=list)
-    blobs: dict[str, bytes] = field(default_factory=dict)  # path -> bytes, shared across rows
-    raw_bytes: int = 0
+    """Rows of one row group; each distinct image's bytes are held once (a dictionary)."""
+
+    def __init__(self, image_columns: list[str]):
+        self.rows: list[dict] = []
+        self.blobs: list[bytes] = []
+        self.index: dict[str, int] = {}  # image path -> position in blobs
+        self.unique_bytes = 0
+        self.images = {name: {"offsets": [0], "indices": [], "names": []} for name in image_columns}
+
+    def intern(self, path: str, read: Callable[[], bytes]) -> tuple[int, bool]:
+        """Position of the image in this group's dictionary; reads the file only once."""
+        position = self.index.get(path)
+        if position is not None:
+            return position, False
+        blob = read()
+        position = self.index[path] = len(self.blobs)
+        self.blobs.append(blob)
+        self.unique_bytes += len(blob)
+        return position, True
+
+
+def _dictionary_schema(schema: pa.Schema, image_columns: list[str]) -> pa.Schema:
+    """Image ``bytes`` as ``dictionary<int32, binary>``: parquet stores each distinct image once."""
+    image_struct = pa.struct([("bytes", pa.dictionary(pa.int32(), pa.binary())), ("path", pa.string())])
+    fields = [pa.field(f.name, pa.list_(image_struct)) if f.name in image_columns else f for f in schema]
+    return pa.schema(fields)
 
 
 def _features_metadata(features: Features) -> dict[bytes, bytes]:
@@ -114,19 +138,22 @@ class ConfigWriter:
         *,
         row_group_bytes: int = DEFAULT_ROW_GROUP_BYTES,
         shard_bytes: int = DEFAULT_SHARD_BYTES,
+        row_group_rows: int = DEFAULT_ROW_GROUP_ROWS,
         image_name: Callable[[ImageRef], str] = lambda ref: ref.name,
     ):
         self.out_dir = Path(out_dir)
         self.config = config
         self.features = features
-        self.schema = features.arrow_schema.with_metadata(_features_metadata(features))
+        self.image_columns = [name for name, feat in features.items() if _is_image_list(feat)]
+        self.schema = features.arrow_schema
+        self.write_schema = _dictionary_schema(self.schema, self.image_columns)
         self.row_group_bytes = row_group_bytes
+        self.row_group_rows = row_group_rows
         self.shard_bytes = shard_bytes
         self.image_name = image_name
-        self.image_columns = [name for name, feat in features.items() if _is_image_list(feat)]
         self.staging = self.out_dir / "data" / f".{config}.partial"
         self.stats = ConfigStats(config)
-        self._group = _RowGroup()
+        self._group = _RowGroup(self.image_columns)
         self._writer: Optional[pq.ParquetWriter] = None
         self._shard_paths: list[Path] = []
         self._unique: set[str] = set()
@@ -137,24 +164,36 @@ class ConfigWriter:
 
     # -- rows ----------------------------------------------------------------------------------
     def write(self, row: dict[str, Any]) -> None:
-        encoded = dict(row)
+        group = self._group
         for column in self.image_columns:
-            encoded[column] = [self._encode_image(ref) for ref in row[column]]
-        self._group.rows.append(encoded)
+            slots = group.images[column]
+            for ref in row[column]:
+                position, new = group.intern(ref.path, ref.read_bytes)
+                if new and ref.path not in self._unique:
+                    self._unique.add(ref.path)
+                    self.stats.num_unique_images += 1
+                    self.stats.image_bytes_unique += len(group.blobs[position])
+                slots["indices"].append(position)
+                slots["names"].append(self.image_name(ref))
+            slots["offsets"].append(len(slots["indices"]))
+        group.rows.append({k: v for k, v in row.items() if k not in self.image_columns})
         self.stats.add(row)
-        if self._group.raw_bytes >= self.row_group_bytes:
+        if group.unique_bytes >= self.row_group_bytes or len(group.rows) >= self.row_group_rows:
             self._flush()
 
-    def _encode_image(self, ref: ImageRef) -> dict[str, Any]:
-        blob = self._group.blobs.get(ref.path)
-        if blob is None:
-            blob = self._group.blobs[ref.path] = ref.read_bytes()
-            if ref.path not in self._unique:
-                self._unique.add(ref.path)
-                self.stats.num_unique_images += 1
-                self.stats.image_bytes_unique += len(blob)
-        self._group.raw_bytes += len(blob)
-        return {"bytes": blob, "path": self.image_name(ref)}
+    def _table(self, group: _RowGroup) -> pa.Table:
+        dictionary = pa.array(group.blobs, pa.binary())
+        arrays = []
+        for field in self.write_schema:
+            if field.name in self.image_columns:
+                slots = group.images[field.name]
+                codes = pa.DictionaryArray.from_arrays(pa.array(slots["indices"], pa.int32()), dictionary)
+                items = pa.StructArray.from_arrays([codes, pa.array(slots["names"], pa.string())],
+                                                   names=["bytes", "path"])
+                arrays.append(pa.ListArray.from_arrays(pa.array(slots["offsets"], pa.int32()), items))
+            else:
+                arrays.append(pa.array([r[field.name] for r in group.rows], type=field.type))
+        return pa.Table.from_arrays(arrays, schema=self.write_schema)
 
     def _flush(self) -> None:
         if not self._group.rows:
@@ -162,13 +201,15 @@ class ConfigWriter:
         if self._writer is None:
             path = self.staging / f"shard-{len(self._shard_paths):05d}.parquet"
             self._shard_paths.append(path)
+            # store_schema=False: readers see plain binary, not the dictionary type used to write
             self._writer = pq.ParquetWriter(
-                path, self.schema, compression="zstd", use_dictionary=True,
+                path, self.write_schema, compression="zstd", use_dictionary=True, store_schema=False,
                 dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT, write_statistics=False,
             )
-        table = pa.Table.from_pylist(self._group.rows, schema=self.schema)
-        self._writer.write_table(table, row_group_size=len(self._group.rows))
-        self._group = _RowGroup()
+            self._writer.add_key_value_metadata(_features_metadata(self.features))
+        table = self._table(self._group)
+        self._writer.write_table(table, row_group_size=table.num_rows)
+        self._group = _RowGroup(self.image_columns)
         if self._shard_paths[-1].stat().st_size >= self.shard_bytes:
             self._writer.close()
             self._writer = None
@@ -187,7 +228,8 @@ class ConfigWriter:
             self._writer.close()
         if not self._shard_paths:  # an empty config still gets one valid, empty shard
             path = self.staging / "shard-00000.parquet"
-            pq.write_table(self.schema.empty_table(), path, compression="zstd")
+            pq.write_table(self.schema.with_metadata(_features_metadata(self.features)).empty_table(),
+                           path, compression="zstd")
             self._shard_paths.append(path)
         total = len(self._shard_paths)
         digest = hashlib.sha256()

@@ -1,0 +1,58 @@
+"""The `mmlb` command: demo, list, build, stats, exit codes and help."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import datasets
+import pytest
+
+from mmlbdata.cli import main
+
+
+def test_demo_builds_loadable_configs(tmp_path, tokenizer_path, capsys, monkeypatch):
+    monkeypatch.setenv("MMLB_TOKENIZER", str(tokenizer_path))
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out), "--questions", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert "load_dataset(" in printed and "DEMO DATA" in printed
+    for config in ["vh_single_8k", "vh_single_32k", "vh_multi_8k", "vh_multi_32k"]:
+        ds = datasets.load_dataset(str(out), config, split="test").remove_columns("images")
+        assert ds.num_rows > 0
+        assert all(r["num_tokens"] <= r["length"] < json.loads(r["meta"])["next_num_tokens"] for r in ds)
+    assert main(["stats", str(out)]) == 0
+    stats = capsys.readouterr().out
+    assert "vh_multi_32k" in stats and "fill" in stats
+
+
+def test_list_and_sources(capsys):
+    assert main(["list", "vh_*"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 10 and lines[0].startswith("vh_single_8k")
+    assert main(["list", "--sources"]) == 0
+    assert "coco" in capsys.readouterr().out
+    assert main(["list", "no_such_*"]) == 1
+
+
+def test_build_exit_codes_and_messages(tmp_path, coco_mini, tokenizer_path, capsys):
+    args = ["build", "--out", str(tmp_path / "o"), "--tokenizer", str(tokenizer_path), "--no-progress",
+            "--cache-dir", str(tmp_path / "cache")]
+    assert main(args + ["vh_singel_8k"]) == 2
+    assert "did you mean vh_single_8k" in capsys.readouterr().err
+    assert main(args + ["vh_single_8k"]) == 1  # no source given: nothing could be built
+    assert "--source coco=PATH" in capsys.readouterr().out
+    assert main(args + ["vh-single_8k", "--source", f"coco={coco_mini}", "--limit", "2"]) == 0
+    assert datasets.load_dataset(str(tmp_path / "o"), "vh_single_8k", split="test").num_rows == 12
+
+
+@pytest.mark.parametrize("command", [[], ["build"], ["list"], ["stats"], ["demo"], ["push"]])
+def test_help_everywhere(command, capsys):
+    with pytest.raises(SystemExit) as info:
+        main([*command, "--help"])
+    assert info.value.code == 0 and "usage: mmlb" in capsys.readouterr().out
+
+
+def test_console_script_runs():
+    run = subprocess.run([sys.executable, "-m", "mmlbdata.cli", "--version"], capture_output=True, text=True)
+    assert run.returncode == 0 and "mmlbdata" in run.stdout

@@ -1,0 +1,94 @@
+"""Packers: the invariant num_tokens <= L < next_num_tokens on adversarial measures."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from mmlbdata.lengths import (
+    BudgetError, fill, length_tokens, parse_config_name, truncate_end, truncate_even,
+)
+
+
+def test_config_names():
+    assert parse_config_name("vh_single_128k") == ("vh_single", "128k")
+    assert parse_config_name("vh-single_128k") == ("vh_single", "128k")
+    assert parse_config_name("mmneedle_m10_n4_k1") == ("mmneedle_m10_n4_k1", None)
+    assert length_tokens("8k") == 8192 and length_tokens("128K") == 131072
+    with pytest.raises(ValueError, match="standard lengths"):
+        length_tokens("100k")
+
+
+def _measure(costs, fixed, joiner_cost):
+    """Non-additive on purpose: each unit after the first costs a joiner too."""
+    def measure(selection):
+        return fixed + sum(costs[i] for i in selection) + joiner_cost * max(0, len(selection) - 1)
+    return measure
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_fill_invariant_with_bad_estimates(seed):
+    rng = random.Random(seed)
+    costs = [rng.randint(1, 500) for _ in range(rng.randint(0, 60))]
+    units = list(range(len(costs)))
+    fixed, budget = rng.randint(0, 200), rng.randint(200, 8000)
+    measure = _measure(costs, fixed, rng.randint(0, 5))
+    # the estimate is deliberately wrong by a random factor: the result must still be exact
+    factor = rng.choice([0.1, 0.5, 1.0, 2.0, 10.0])
+    packed = fill(units, budget, measure, estimate=lambda u: int(costs[u] * factor))
+    k = len(packed.items)
+    assert packed.items == units[:k]
+    assert packed.num_tokens == measure(packed.items) <= budget
+    if k < len(units):
+        assert packed.next_num_tokens == measure(units[:k + 1]) > budget
+    else:
+        assert packed.next_num_tokens is None and packed.exhausted
+
+
+def test_fill_rejects_an_oversized_fixed_part():
+    with pytest.raises(BudgetError, match="fixed part"):
+        fill([1, 2], 10, lambda sel: 11 + len(sel))
+
+
+def test_truncate_end_keeps_the_head():
+    packed = truncate_end(list("abcdef"), 3, lambda sel: len(sel))
+    assert packed.items == list("abc") and packed.next_num_tokens == 4
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_truncate_even_keeps_required_and_is_centred(seed):
+    rng = random.Random(seed)
+    n = rng.randint(1, 50)
+    costs = [rng.randint(1, 300) for _ in range(n)]
+    required = sorted(rng.sample(range(n), rng.randint(0, min(3, n))))
+    measure = _measure(costs, 10, 1)
+    floor = measure(list(range(min(required), max(required) + 1))) if required else measure([])
+    budget = rng.randint(floor, floor + 6000)
+    packed = truncate_even(list(range(n)), budget, measure, required=required)
+    kept = packed.items
+    assert kept == list(range(kept[0], kept[-1] + 1)) if kept else not required
+    assert set(required) <= set(kept)
+    assert packed.num_tokens == measure(kept) <= budget
+    if len(kept) < n:
+        assert packed.next_num_tokens is not None and packed.next_num_tokens > budget
+        # removals alternate: the sides differ by at most one while neither is stopped by a required unit
+        if required:
+            removed_left, removed_right = kept[0], n - 1 - kept[-1]
+            left_open, right_open = removed_left < min(required), removed_right < n - 1 - max(required)
+            if left_open and right_open:
+                assert abs(removed_left - removed_right) <= 1
+            elif left_open:  # the right side is exhausted: the left removed at least as many
+                assert removed_left >= removed_right - 1
+    else:
+        assert packed.next_num_tokens is None
+
+
+def test_truncate_even_alternates_left_then_right():
+    packed = truncate_even(list(range(10)), 6, lambda sel: len(sel), required=[5])
+    assert packed.items == [2, 3, 4, 5, 6, 7]  # removed 0 (L), 9 (R), 1 (L), 8 (R)
+    assert packed.next_num_tokens == 7
+
+
+def test_truncate_even_when_required_span_does_not_fit():
+    with pytest.raises(BudgetError):
+        truncate_even(list(range(10)), 2, lambda sel: len(sel), required=[1, 8])

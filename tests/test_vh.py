@@ -1,0 +1,160 @@
+"""Visual Haystack on the real COCO sample: budget invariant, needles, determinism, bad input."""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from collections import defaultdict
+
+import io
+
+import datasets
+import pyarrow.parquet as pq
+from PIL import Image
+import pytest
+import sentencepiece as spm
+
+from mmlbdata.build import build_configs
+
+
+def independent_image_tokens(w: int, h: int) -> int:
+    """The issue's formula, written out again (no library code)."""
+    f, lo, hi = 28, 4 * 28 * 28, 16384 * 28 * 28
+    hb, wb = max(f, round(h / f) * f), max(f, round(w / f) * f)
+    if hb * wb > hi:
+        beta = math.sqrt(h * w / hi)
+        hb, wb = math.floor(h / beta / f) * f, math.floor(w / beta / f) * f
+    elif hb * wb < lo:
+        beta = math.sqrt(lo / (h * w))
+        hb, wb = math.ceil(h * beta / f) * f, math.ceil(w * beta / f) * f
+    return (hb // f) * (wb // f)
+
+
+@pytest.fixture(scope="module")
+def built(coco_mini, tokenizer_path, tmp_path_factory):
+    out = tmp_path_factory.mktemp("vh")
+    results = build_configs(["vh_single_8k", "vh_single_32k", "vh_multi_32k"], {"coco": coco_mini}, out,
+                            limit=6, store_root=out / "store", tokenizer=tokenizer_path, progress=False)
+    assert all(r.ok for r in results), [r.error for r in results]
+    return out
+
+
+def _load(built, config, images=True):
+    ds = datasets.load_dataset(str(built), config, split="test")
+    if not images:
+        return ds.remove_columns("images")
+    return ds.cast_column("images", datasets.List(datasets.Image(decode=False)))
+
+
+def _instances(coco_mini):
+    cats, index = {}, defaultdict(set)
+    for path in sorted((coco_mini / "annotations").glob("instances_*.json")):
+        data = json.loads(path.read_text())
+        cats.update({c["id"]: c["name"] for c in data["categories"]})
+        files = {im["id"]: im["file_name"] for im in data["images"]}
+        for ann in data["annotations"]:
+            index[files[ann["image_id"]]].add(cats[ann["category_id"]])
+    return index
+
+
+@pytest.mark.parametrize("config", ["vh_single_8k", "vh_single_32k", "vh_multi_32k"])
+def test_every_row_keeps_the_budget_invariant(built, config, tokenizer_path):
+    sp = spm.SentencePieceProcessor(model_file=str(tokenizer_path))
+    ds = _load(built, config)
+    assert ds.num_rows > 0
+    for row in ds:
+        meta = json.loads(row["meta"])
+        text = len(sp.encode(row["prompt"].replace("<image>", ""))) + 1
+        sizes = [Image.open(io.BytesIO(img["bytes"])).size for img in row["images"]]  # lazy: header only
+        images = sum(independent_image_tokens(*size) for size in sizes)
+        assert row["num_tokens"] == text + images
+        assert row["num_tokens"] <= row["length"] < meta["next_num_tokens"]
+        assert row["prompt"].count("<image>") == len(row["images"])
+
+
+def test_needles_are_where_the_labels_say(built, coco_mini):
+    objects = _instances(coco_mini)
+    for config in ["vh_single_32k", "vh_multi_32k"]:
+        ds = _load(built, config)
+        for row in ds:
+            meta = json.loads(row["meta"])
+            names = [img["path"] for img in row["images"]]
+            needles = [names[i] for i in meta["needle_indices"]]
+            assert all(meta["anchor"] in objects[n] for n in needles)
+            has_target = [meta["target"] in objects[n] for n in needles]
+            expected = {"single": has_target[0], "all": all(has_target), "any": any(has_target)}[meta["mode"]]
+            assert row["answers"] == ["Yes" if expected else "No"]
+            for i, name in enumerate(names):
+                if i not in meta["needle_indices"]:
+                    assert not objects[name] & {meta["anchor"], meta["target"]}
+            assert len(set(names)) == len(names)  # no image reused within a haystack
+
+
+def test_single_has_six_depths_per_question_and_balanced_answers(built):
+    ds = _load(built, "vh_single_8k")
+    groups = defaultdict(list)
+    for row in ds:
+        groups[json.loads(row["meta"])["source_id"]].append(row)
+    assert len(groups) == 6
+    answers = []
+    for rows in groups.values():
+        metas = [json.loads(r["meta"]) for r in rows]
+        assert [m["depth"] for m in metas] == [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+        n = len(rows[0]["images"])
+        assert [m["needle_indices"][0] for m in metas] == [round(d * (n - 1)) for d in (0, .2, .4, .6, .8, 1)]
+        assert rows[0]["question"].startswith("For the image with a")
+        answers.append(rows[0]["answers"][0])
+    assert answers.count("Yes") == answers.count("No")
+
+
+def test_multi_has_three_permutations_of_two_or_three_needles(built):
+    ds = _load(built, "vh_multi_32k", images=False)
+    groups = defaultdict(list)
+    for row in ds:
+        groups[json.loads(row["meta"])["source_id"]].append(json.loads(row["meta"]))
+    for metas in groups.values():
+        assert [m["permutation"] for m in metas] == [0, 1, 2]
+        assert len(metas[0]["needle_indices"]) in (2, 3)
+        assert {m["mode"] for m in metas} <= {"all", "any"}
+
+
+def test_same_sources_and_seed_give_identical_parquet(built, coco_mini, tokenizer_path, tmp_path):
+    build_configs(["vh_single_8k"], {"coco": coco_mini}, tmp_path, limit=6,
+                  store_root=tmp_path / "store", tokenizer=tokenizer_path, progress=False)
+    a = sorted((built / "data" / "vh_single_8k").glob("*.parquet"))
+    b = sorted((tmp_path / "data" / "vh_single_8k").glob("*.parquet"))
+    assert [p.read_bytes() for p in a] == [p.read_bytes() for p in b]
+    other = build_configs(["vh_single_8k"], {"coco": coco_mini}, tmp_path / "seed1", limit=6, seed=1,
+                          store_root=tmp_path / "store", tokenizer=tokenizer_path, progress=False)[0]
+    assert other.ok and other.stats.fingerprint != json.loads(
+        (built / "manifests" / "vh_single_8k.json").read_text())["stats"]["fingerprint"]
+
+
+def test_too_few_distractors_is_reported_not_reused(coco_mini, tokenizer_path, tmp_path):
+    result = build_configs(["vh_single_128k"], {"coco": coco_mini}, tmp_path, limit=2,
+                           store_root=tmp_path / "store", tokenizer=tokenizer_path, progress=False)[0]
+    assert not result.ok and "no example could be built" in result.error
+    reasons = [s["reason"] for s in result.report["skipped"]]
+    assert reasons and all("distinct distractor images" in r and "never reused" in r for r in reasons)
+    assert not (tmp_path / "data" / "vh_single_128k").exists()
+
+
+def test_bad_input_is_skipped_and_reported(coco_mini, tokenizer_path, tmp_path):
+    coco = tmp_path / "coco"
+    shutil.copytree(coco_mini, coco)
+    val = sorted((coco / "val2017").glob("*.jpg"))
+    val[0].write_bytes(val[0].read_bytes()[:5000])  # a corrupt (truncated) JPEG
+    val[1].unlink()  # an annotation naming a missing image
+    train_ann = coco / "annotations" / "instances_train2017.json"
+    train_ann.write_text(train_ann.read_text()[:100000])  # a truncated JSON
+    result = build_configs(["vh_single_8k"], {"coco": coco}, tmp_path / "out", limit=4,
+                           store_root=tmp_path / "store", tokenizer=tokenizer_path, progress=False)[0]
+    assert result.ok and result.stats.num_rows == 24
+    skipped = {s["file"]: s["reason"] for s in result.report["skipped"]}
+    assert "truncated" in skipped[str(val[0])]
+    assert "missing" in skipped[str(val[1])]
+    assert "invalid JSON" in skipped[str(train_ann)]
+    names = pq.read_table(sorted((tmp_path / "out" / "data" / "vh_single_8k").glob("*.parquet"))[0],
+                          columns=["images"]).column("images").to_pylist()
+    used = {img["path"] for row in names for img in row}
+    assert val[0].name not in used and val[1].name not in used

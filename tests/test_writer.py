@@ -1,0 +1,93 @@
+"""The writer: load_dataset from any cwd, deduplicated images, atomic configs, determinism."""
+from __future__ import annotations
+
+import io
+import json
+import os
+
+import datasets
+import pytest
+from PIL import Image
+
+from mmlbdata.schema import FEATURES, SchemaError, make_example
+from mmlbdata.store import ImageStore
+from mmlbdata.writer import read_manifest, write_config
+
+
+def _images(store, count):
+    refs = []
+    for i in range(count):
+        buffer = io.BytesIO()
+        Image.effect_noise((96, 64), 40 + i).convert("RGB").save(buffer, format="JPEG", quality=90)
+        refs.append(store.put_bytes(buffer.getvalue(), "jpg"))
+    return refs
+
+
+def _rows(refs, n_rows, per_row):
+    for r in range(n_rows):
+        imgs = [refs[(r + j) % len(refs)] for j in range(per_row)]
+        yield make_example(id=f"row{r}", dataset="toy", length=8192, num_tokens=100 + r,
+                           prompt="Look: " + " ".join(["<image>"] * per_row), images=imgs,
+                           question="q?", answers=["yes"], metric="binary_acc", meta={"r": r, "b": [1, 2]})
+
+
+def test_make_example_checks_placeholders(tmp_path):
+    refs = _images(ImageStore(tmp_path), 1)
+    with pytest.raises(SchemaError, match="1 images"):
+        make_example(id="x", dataset="d", length=1, num_tokens=1, prompt="no placeholder", images=refs,
+                     question="", answers=[], metric="m", meta={})
+
+
+def test_roundtrip_dedup_and_loading_from_another_cwd(tmp_path, monkeypatch):
+    store = ImageStore(tmp_path / "store")
+    refs = _images(store, 5)
+    out = tmp_path / "out"
+    stats = write_config(out, "toy_8k", _rows(refs, 30, 8), FEATURES)
+    assert stats.num_rows == 30 and stats.num_images == 240 and stats.num_unique_images == 5
+    unique = sum(os.path.getsize(r.path) for r in refs)
+    # 240 image slots, 5 distinct images: on disk close to the unique bytes, far below 240 copies
+    assert stats.num_bytes < unique * 2 < unique * 240 / 10
+    monkeypatch.chdir(tmp_path.parent)
+    ds = datasets.load_dataset(str(out), "toy_8k", split="test")
+    assert ds.num_rows == 30 and ds.features["images"] == FEATURES["images"]
+    row = ds[3]
+    assert [img.size for img in row["images"]] == [(96, 64)] * 8
+    assert json.loads(row["meta"]) == {"r": 3, "b": [1, 2]}
+    assert read_manifest(out, "toy_8k")["stats"]["num_rows"] == 30
+
+
+def test_configs_are_added_and_replaced(tmp_path):
+    refs = _images(ImageStore(tmp_path / "s"), 3)
+    out = tmp_path / "out"
+    write_config(out, "a_8k", _rows(refs, 2, 1))
+    write_config(out, "b_8k", _rows(refs, 3, 1))
+    write_config(out, "a_8k", _rows(refs, 4, 1))
+    assert datasets.load_dataset(str(out), "a_8k", split="test").num_rows == 4
+    assert datasets.load_dataset(str(out), "b_8k", split="test").num_rows == 3
+    readme = (out / "README.md").read_text()
+    assert readme.count("config_name: a_8k") == 2  # one configs entry, one dataset_info entry
+
+
+def test_a_failing_build_leaves_the_previous_config_intact(tmp_path):
+    refs = _images(ImageStore(tmp_path / "s"), 3)
+    out = tmp_path / "out"
+    write_config(out, "a_8k", _rows(refs, 2, 1))
+
+    def broken():
+        yield from _rows(refs, 3, 1)
+        raise RuntimeError("source died")
+
+    with pytest.raises(RuntimeError):
+        write_config(out, "a_8k", broken(), row_group_bytes=1)
+    assert datasets.load_dataset(str(out), "a_8k", split="test").num_rows == 2
+    assert sorted(p.name for p in (out / "data").iterdir()) == ["a_8k"]  # no partial folder left
+
+
+def test_shards_split_and_are_byte_identical_across_builds(tmp_path):
+    refs = _images(ImageStore(tmp_path / "s"), 6)
+    first = write_config(tmp_path / "o1", "t_8k", _rows(refs, 12, 3), row_group_bytes=1, shard_bytes=1)
+    second = write_config(tmp_path / "o2", "t_8k", _rows(refs, 12, 3), row_group_bytes=1, shard_bytes=1)
+    assert first.num_shards == 12 and first.fingerprint == second.fingerprint
+    names = sorted(p.name for p in (tmp_path / "o1" / "data" / "t_8k").iterdir())
+    assert names[0] == "test-00000-of-00012.parquet"
+    assert datasets.load_dataset(str(tmp_path / "o1"), "t_8k", split="test").num_rows == 12
