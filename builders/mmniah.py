@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
@@ -61,6 +61,7 @@ class Unit:
     text: Optional[str] = None
     path: Optional[str] = None
     size: tuple[int, int] = (0, 0)
+    origin: str = ""  # id of the released haystack it comes from
 
     @property
     def rendered(self) -> str:
@@ -123,12 +124,12 @@ class MMNIAH(MMLBBuilder):
     def generate(self) -> Iterator[dict]:
         task, modality = self.option("task"), self.option("modality")
         count = 0
-        for index, record in enumerate(read_mmniah(self.source("mmniah"), task, modality, self.report)):
+        for record in read_mmniah(self.source("mmniah"), task, modality, self.report):
             if self.limit is not None and count >= self.limit:
                 return
             count += 1
             try:
-                yield from self.rows(record, index)
+                yield from self.rows(record, record.line)
             except BadImageError as err:
                 self.report.skip(err.path, f"id {record.id}", err.reason)
 
@@ -146,24 +147,19 @@ class MMNIAH(MMLBBuilder):
             for seg in doc:
                 if isinstance(seg, ImageSeg):
                     try:
-                        yield self.image_unit(seg.path)
+                        yield replace(self.image_unit(seg.path), origin=record.id)
                     except BadImageError as err:
                         self.report.skip(err.path, f"id {record.id}", f"{err.reason}; image left out")
                 else:
-                    yield from (Unit(text=p) for p in passages(seg))
+                    yield from (Unit(text=p, origin=record.id) for p in passages(seg))
 
-    def haystack(self, record: NiahRecord, index: int) -> Iterator[Unit]:
-        """The record's units, then those of the following records (wrapping) as filler."""
+    def haystack(self, record: NiahRecord, line: int) -> Iterator[Unit]:
+        """The record's units, then those of the following lines of its file (wrapping) as filler."""
         yield from self.record_units(record)
-        for other_index, other in enumerate(read_mmniah(self.source("mmniah"), record.task,
-                                                        record.modality, _Quiet())):
-            if other_index > index:
+        root, task, modality = self.source("mmniah"), record.task, record.modality
+        for start, stop in ((line + 1, None), (0, line)):
+            for other in read_mmniah(root, task, modality, _Quiet(), start=start, stop=stop):
                 yield from self.record_units(other)
-        for other_index, other in enumerate(read_mmniah(self.source("mmniah"), record.task,
-                                                        record.modality, _Quiet())):
-            if other_index >= index:
-                return
-            yield from self.record_units(other)
 
     def bounded_haystack(self, record: NiahRecord, index: int) -> list[Unit]:
         """Enough haystack units to overfill the budget (so fill can find its boundary)."""
@@ -211,7 +207,8 @@ class MMNIAH(MMLBBuilder):
                       "needles": [n.text if n.text is not None else Path(n.path).name for n in needles],
                       "needle_image_indices": [sum(1 for u in full[:p] if u.text is None) for p in positions]
                       if record.modality == "image" else [],
-                      "released_depth": record.depths, "next_num_tokens": packed.next_num_tokens,
+                      "released_depth": record.depths,
+                      "filled_from": sorted({u.origin for u in packed.items} - {record.id}), "next_num_tokens": packed.next_num_tokens,
                       **answer_meta, **extra})
 
     def placements(self, record: NiahRecord) -> Iterator[tuple[str, list[float], dict]]:

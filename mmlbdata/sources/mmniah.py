@@ -55,6 +55,7 @@ class NiahRecord:
     choices: list[str] | None = None
     choice_images: list[Path] | None = None
     source: dict = field(default_factory=dict)  # released meta (lengths etc.), for the record
+    line: int = -1                  # 0-based line of the task file
 
     @property
     def is_choice(self) -> bool:
@@ -73,20 +74,29 @@ def annotation_file(root: str | Path, task: str, modality: str) -> Path:
     return path
 
 
-def read_mmniah(root: str | Path, task: str, modality: str,
-                report: _Report | None = None) -> Iterator[NiahRecord]:
-    """Yield the haystacks of one task file in file order, skipping (and reporting) bad lines."""
+def read_mmniah(root: str | Path, task: str, modality: str, report: _Report | None = None,
+                start: int = 0, stop: int | None = None) -> Iterator[NiahRecord]:
+    """Yield the haystacks of one task file in file order, skipping (and reporting) bad lines.
+
+    ``start``/``stop`` select lines (0-based, as ``range``); lines outside are not parsed.
+    """
     path = annotation_file(root, task, modality)
     image_root = Path(root) / "images"
     with path.open(encoding="utf-8") as lines:
         for lineno, line in enumerate(lines, 1):
+            if lineno <= start:
+                continue
+            if stop is not None and lineno > stop:
+                return
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
-                yield parse_row(row, task, modality, image_root)
+                record = parse_row(json.loads(line), task, modality, image_root)
             except (ValueError, KeyError, TypeError, IndexError) as exc:
                 _skip(report, path, f"line {lineno}", str(exc))
+                continue
+            record.line = lineno - 1
+            yield record
 
 
 def parse_row(row: dict, task: str, modality: str, image_root: Path) -> NiahRecord:
