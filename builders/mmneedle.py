@@ -192,10 +192,12 @@ class MMNeedle(MMLBBuilder):
             needles = self.draw_needles(pool, grids, positive, rng)
             if needles is not None:
                 return Plan(number, positive, grids, needles)
+            if m == 1:  # the haystack is fixed: redrawing cannot help
+                break
         self.report.skip(self.source("coco"), f"sample {number}",
                          f"{self.config.name}: no haystack of {m} grids leaves {self.k} "
                          f"{'unambiguous cells' if positive else 'images outside it'} "
-                         f"after {MAX_DRAWS} draws (source too small for this setting)")
+                         f"(source too small for this setting)")
         return None
 
     def budget_plan(self, pool: "GridPool", number: int, positive: bool, rng: random.Random) -> Optional[Plan]:
@@ -249,8 +251,7 @@ class MMNeedle(MMLBBuilder):
             allowed = cells if self.option("allow_ambiguous", False) else [c for c in cells if uses[c[2]] == 1]
             if len(allowed) < k:
                 return None
-            chosen = rng.sample(allowed, k)
-            rng.shuffle(chosen)
+            chosen = rng.sample(allowed, k)  # a uniform draw, already in random order
             return [Needle(i, *divmod(c, n), pool.images[img]) for i, c, img in chosen]
         outside = [j for j in range(len(pool.images)) if j not in uses]
         if len(outside) < k:
