@@ -2,11 +2,12 @@
 
 Run: ``python -m benchmarks.bench_stitch [--grids G] [--data DIR]``. Both approaches stitch the
 same grids of real COCO images (``$MMLB_TEST_DATA/coco_mini`` by default) in the same run, with
-the same output quality, in interleaved rounds (best round shown). Columns: grids/s of the straightforward approach (open, convert,
-resize to 256, paste, save; one process), of the fast path in one process, and of the fast path
-on every core; the speed-up of the last over the first; and the fidelity of the fast output as
-PSNR against the exact (full-decode, unencoded) grid, next to the PSNR of the straightforward
-output (its JPEG encoding error) for scale.
+the same output quality, in interleaved rounds (best round shown). Columns: grids/s of the
+straightforward approach (open, convert, resize to 256, paste, save; one process), of the fast
+path in one process, and of the fast path on every core; the speed-up of the last over the
+first; the CPU time per grid of both approaches in one process (unaffected by other jobs on
+shared cores); and the fidelity of the fast output as PSNR against the exact (full-decode,
+unencoded) grid, next to the PSNR of the straightforward output (its own JPEG encoding error).
 """
 from __future__ import annotations
 
@@ -48,6 +49,13 @@ def _rate(fn, grids) -> tuple[float, list[bytes]]:
     return len(grids) / (time.perf_counter() - start), out
 
 
+def _cpu_ms(fn, grids) -> float:
+    """CPU milliseconds per grid in this process: robust when other jobs share the cores."""
+    start = time.process_time()
+    fn(grids)
+    return (time.process_time() - start) * 1000 / len(grids)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     default = Path(os.environ.get("MMLB_TEST_DATA", "../shared/data")) / "coco_mini"
@@ -64,14 +72,19 @@ def main(argv=None) -> None:
         raise SystemExit(f"no .jpg under {args.data}")
     print(f"{len(files)} source JPEGs, {args.processes} processes, cell {CELL}px")
     print(f"{'N':>3} {'grids':>6} {'naive/s':>8} {'fast1/s':>8} {'fastP/s':>8} {'speedup':>8} "
-          f"{'PSNR fast':>10} {'PSNR naive':>11}")
+          f"{'cpu naive':>10} {'cpu fast':>9} {'PSNR fast':>10} {'PSNR naive':>11}")
     for n in (int(s) for s in args.sizes.split(",")):
         grids = _grids(files, n, args.grids or max(4, 96 // n), seed=0)
         naive_rate = one_rate = par_rate = 0.0
+        cpu_naive = cpu_fast = float("inf")
+        naive = lambda g: [naive_stitch(f, n) for f in g]
+        fast = lambda g: [stitch(f, n) for f in g]
         for _ in range(args.rounds):  # interleaved, so load changes hit all three alike
-            rate, naive_out = _rate(lambda g: [naive_stitch(f, n) for f in g], grids)
+            rate, naive_out = _rate(naive, grids)
             naive_rate = max(naive_rate, rate)
-            one_rate = max(one_rate, _rate(lambda g: [stitch(f, n) for f in g], grids)[0])
+            one_rate = max(one_rate, _rate(fast, grids)[0])
+            cpu_naive = min(cpu_naive, _cpu_ms(naive, grids[:4]))
+            cpu_fast = min(cpu_fast, _cpu_ms(fast, grids[:4]))
             rate, fast_out = _rate(lambda g: list(stitch_many(g, n, processes=args.processes)), grids)
             par_rate = max(par_rate, rate)
         check = range(0, len(grids), max(1, len(grids) // 4))
@@ -79,7 +92,8 @@ def main(argv=None) -> None:
         psnr_fast = min(_psnr(fast_out[i], exact[i]) for i in check)
         psnr_naive = min(_psnr(naive_out[i], exact[i]) for i in check)
         print(f"{n:>3} {len(grids):>6} {naive_rate:>8.2f} {one_rate:>8.2f} {par_rate:>8.2f} "
-              f"{par_rate / naive_rate:>7.2f}x {psnr_fast:>9.1f}dB {psnr_naive:>10.1f}dB")
+              f"{par_rate / naive_rate:>7.2f}x {cpu_naive:>8.0f}ms {cpu_fast:>7.0f}ms "
+              f"{psnr_fast:>9.1f}dB {psnr_naive:>10.1f}dB")
 
 
 if __name__ == "__main__":
