@@ -25,7 +25,7 @@ from typing import Iterator, Optional, Sequence
 from mmlbdata.lengths import fill
 from mmlbdata.schema import make_example
 from mmlbdata.seeding import stable_seed
-from mmlbdata.sources.mmniah import ImageSeg, NiahRecord, annotation_file, read_mmniah
+from mmlbdata.sources.mmniah import ImageSeg, NiahRecord, read_mmniah
 from mmlbdata.store import BadImageError, ImageRef, file_sha256
 from mmlbdata.tokens import IMAGE_PLACEHOLDER
 

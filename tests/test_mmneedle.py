@@ -1,7 +1,6 @@
 """MMNeedle on the real COCO sample: pixel test of every positive label, negatives, prompts, budgets."""
 from __future__ import annotations
 
-import io
 import json
 import shutil
 from functools import lru_cache
