@@ -5,7 +5,9 @@ Procedure (the original's scripts, read as a recipe):
 * **Stitched images.** For each N in {1, 2, 4, 8} a pool of ``pool_size`` (10,000) N x N grids is
   drawn with one seeded generator per N; each grid holds N*N distinct COCO images resized to
   256 x 256, row-major (``mmlbdata.media.stitch``). Grids are stitched only when a config uses
-  them, in parallel, and kept in the image store (a second config or build reuses them).
+  them, in parallel, and kept in the image store (a second config or build reuses them); each
+  source's 256 x 256 cell is made once and reused by every grid that holds it (option
+  ``cell_cache``, on by default).
 * **Captions.** One per image: the last one listed (the original's rule; option ``caption_pick``).
 * **Haystacks.** M stitched images: for M = 1 sample ``i`` uses grid ``i`` (as the original),
   otherwise M distinct grids drawn at random.
@@ -162,7 +164,7 @@ class MMNeedle(MMLBBuilder):
         pool = GridPool(images, self.n, int(self.option("pool_size", 10000)), self.seed)
         plans = list(self.plans(pool))
         refs = pool.materialise(sorted({g for p in plans for g in p.grids}), self.store, self.report,
-                                self.option("stitch_processes"))
+                                self.option("stitch_processes"), bool(self.option("cell_cache", True)))
         for plan in plans:
             if all(g in refs for g in plan.grids):
                 yield self.example(plan, pool, [refs[g] for g in plan.grids])
@@ -296,22 +298,29 @@ class GridPool:
     def files(self, grid: int) -> list[str]:
         return [self.images[i].ref.path for i in self._cells[grid]]
 
-    def materialise(self, grids: list[int], store: ImageStore, report, processes=None) -> dict[int, ImageRef]:
-        """Stitched images of ``grids`` (from the store when already made, else stitched in parallel)."""
+    def materialise(self, grids: list[int], store: ImageStore, report, processes=None,
+                    cell_cache: bool = True) -> dict[int, ImageRef]:
+        """Stitched images of ``grids`` (from the store when already made, else stitched in parallel).
+
+        With ``cell_cache`` each source image is decoded and resized once, its cell kept in the
+        store for every later grid (``mmlbdata.media.stitch.CellCache``).
+        """
         refs: dict[int, ImageRef] = {}
         missing = []
+        key = lambda g: recipe_key(self.files(g), self.n, cached_cells=cell_cache)
         for g in grids:
-            ref = _lookup(store, recipe_key(self.files(g), self.n))
+            ref = _lookup(store, key(g))
             if ref is None:
                 missing.append(g)
             else:
                 refs[g] = ref
-        made = stitch_many((self.files(g) for g in missing), self.n, processes=processes)
+        made = stitch_many((self.files(g) for g in missing), self.n, processes=processes,
+                           cache_root=store.root if cell_cache else None)
         for g, data in zip(missing, made):
             if isinstance(data, StitchError):
                 report.skip(data.args[0].split(": ")[0], f"grid {g} (N={self.n})", str(data))
                 continue
-            refs[g] = store.cached(recipe_key(self.files(g), self.n), lambda data=data: (data, "jpg"))
+            refs[g] = store.cached(key(g), lambda data=data: (data, "jpg"))
         return refs
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from mmlbdata.media.stitch import (CELL, StitchError, draft_scale, load_cell, naive_stitch, recipe_key,
+from mmlbdata.media.stitch import (CELL, CellCache, StitchError, draft_scale, load_cell, naive_stitch, recipe_key,
                                    stitch, stitch_many)
 
 
@@ -77,3 +77,19 @@ def test_recipe_key_names_files_and_settings(photos):
     assert recipe_key(photos[:4], 2) == recipe_key(list(photos[:4]), 2)
     assert recipe_key(photos[:4], 2) != recipe_key(photos[1:5], 2)
     assert recipe_key(photos[:4], 2) != recipe_key(photos[:4], 2, quality=75)
+
+
+def test_cell_cache_renders_each_source_once(tmp_path, photos):
+    cells = CellCache(tmp_path / "cells")
+    first = stitch(photos[:4], 2, cells=cells)
+    objects = sorted((tmp_path / "cells" / "objects").rglob("*.jpg"))
+    assert len(objects) == 4
+    assert stitch(photos[:4], 2, cells=cells) == first  # second use: read back, same bytes
+    swapped = stitch([photos[1], photos[0], photos[2], photos[3]], 2, cells=cells)
+    assert sorted((tmp_path / "cells" / "objects").rglob("*.jpg")) == objects  # nothing new rendered
+    a, b = rgb(first), rgb(swapped)
+    assert np.abs(a[:CELL, :CELL] - b[:CELL, CELL:]).mean() < 2  # the same cell, moved
+    exact = rgb(stitch(photos[:4], 2, draft_min=None))
+    assert np.abs(a - exact).mean() < 4
+    par = list(stitch_many([photos[:4], photos[4:8]], 2, processes=2, cache_root=tmp_path / "cells"))
+    assert par[0] == first and recipe_key(photos[:4], 2, cached_cells=True) != recipe_key(photos[:4], 2)
