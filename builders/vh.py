@@ -264,7 +264,6 @@ class VisualHaystack(MMLBBuilder):
             count += 1
             yield from self.release_rows(question)
 
-
     def release_distractors(self, question: VhsQuestion) -> list:
         """``neg_image`` in release order, checked as taken, until they surely overfill the budget."""
         refs, total = [], 0
@@ -280,11 +279,13 @@ class VisualHaystack(MMLBBuilder):
                 break
         return refs
 
-
     def release_rows(self, question: VhsQuestion) -> Iterator[dict]:
         needles = list(question.needles)
-        measure = lambda sel: self.counter.text(build_prompt(len(sel) + len(needles), question.question)) \
-            + self.counter.images(needles) + self.counter.images(sel)
+
+        def measure(selection: list) -> int:
+            prompt = build_prompt(len(selection) + len(needles), question.question)
+            return self.counter.text(prompt) + self.counter.images(needles) + self.counter.images(selection)
+
         packed = fill(self.release_distractors(question), self.length, measure,
                       estimate=lambda ref: self.counter.image(ref.width, ref.height) + 1)
         if packed.exhausted:
@@ -301,5 +302,5 @@ class VisualHaystack(MMLBBuilder):
                 images=insert_needles(packed.items, needles, positions), question=question.question,
                 answers=[question.answer], metric=self.config.metric,
                 meta={"source_id": question.source_id, "needle_indices": list(positions),
-                      "needle_images": [f"{Path(n.path).parent.name}/{Path(n.path).stem}" for n in needles], "release_file": question.file.name,
-                      "next_num_tokens": packed.next_num_tokens, **extra})
+                      "needle_images": [f"{Path(n.path).parent.name}/{Path(n.path).stem}" for n in needles],
+                      "release_file": question.file.name, "next_num_tokens": packed.next_num_tokens, **extra})
