@@ -73,8 +73,7 @@ def test_prompt_verbatim():
     assert multi.endswith("for that caption.\nCaption_1: a\nCaption_2: b")
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if "m10_n8" in n else n
-                                  for n in ORIGINAL])
+@pytest.mark.parametrize("name", ORIGINAL)
 def test_every_label_by_pixels(name, coco_mini, store, counter):
     """Acceptance 1: each positive label's cell shows its source image; negatives are outside."""
     report = BuildReport()
