@@ -25,7 +25,7 @@ from mmlbdata.docpack import fit_example
 from mmlbdata.media.documents import DocCorpus, max_pages_option, ImageDocument, PdfDocument
 from mmlbdata.media.pdf import DEFAULT_DPI
 from mmlbdata.sources import longdocurl, mmlongbench_doc, slidevqa
-from mmlbdata.sources.docqa import BadRecord, DocQuestion
+from mmlbdata.sources.docqa import BadRecord, DocQuestion, long_answer_problem
 
 from .base import MMLBBuilder, standard_configs
 
@@ -73,10 +73,14 @@ class DocVQA(MMLBBuilder):
         return self._load_slidevqa(root)
 
     def _keep(self, item, file) -> bool:
+        """Report unusable records and MMLongBench's dropped (long string) answers."""
         if isinstance(item, BadRecord):
             self.report.skip(item.file, item.record, item.reason)
             return False
-        return True
+        problem = long_answer_problem(item.answer_format, item.answer) if isinstance(item, DocQuestion) else ""
+        if problem:
+            self.report.skip(file, item.qid, problem)
+        return not problem
 
     def _load_mmlongbench_doc(self, root: Path):
         samples, folder = mmlongbench_doc.layout(root)

@@ -36,11 +36,11 @@ ORIGINAL_MAX_PAGES = 120
 DEFAULT_CONCAT_NUM = 5
 GRID_COLUMNS = 3
 METRIC = "mmlongbench_doc"
-PROMPT = "{images}\n\n{question}"  # the pages, then the question as released
+PROMPT = "{question}\n\n{images}"  # as the original run_api.py: the question, then the pages
 
 
 def original_prompt(num_images: int, question: str) -> str:
-    return PROMPT.format(images="\n".join([IMAGE_PLACEHOLDER] * num_images), question=question)
+    return PROMPT.format(question=question, images="\n".join([IMAGE_PLACEHOLDER] * num_images))
 
 
 def _original(name: str, mode: str, description: str) -> MMLBConfig:
@@ -144,7 +144,7 @@ class MMLongBenchDoc(MMLBBuilder):
         grids = []
         for group in groups:
             members = [refs[i].path for i in group]
-            key = f"grid:{sha}:{document.dpi}dpi:p{group.start}-{group.stop - 1}:c{columns}"
-            grids.append(self.store.cached(key, lambda m=members: (page_grid.grid_png(m, columns), "png")))
+            key = f"grid:{sha}:{document.dpi}dpi:p{group.start}-{group.stop - 1}:c{columns}:jpeg"
+            grids.append(self.store.cached(key, lambda m=members: (page_grid.grid_jpeg(m, columns), "jpg")))
         meta["grids"] = [[g.start, g.stop - 1] for g in groups]
         return grids, meta

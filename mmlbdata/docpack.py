@@ -91,7 +91,9 @@ def select_pages(
     required = sorted({p for p in answer_pages if 0 <= p < len(own)})
     total = measure(own)
     if total > budget:
-        packed = truncate_even(own, budget, measure, required=required)
+        # Without answer pages (unanswerable questions) the cut is still even: about the middle.
+        anchor = required or [len(own) // 2]
+        packed = truncate_even(own, budget, measure, required=anchor)
         return PageSelection(packed.items, packed.num_tokens, packed.next_num_tokens, [], True)
     return _pad(doc_id, own, total, num_pages, budget, measure, padding_order)
 

@@ -37,6 +37,11 @@ def test_truncates_evenly_keeping_answer_pages():
     assert selection.num_tokens == 85 <= 85 < selection.next_num_tokens == 95
 
 
+def test_truncation_without_answer_pages_stays_centred():
+    selection = select_pages("a", {"a": 21}, [], 55, measure, [])  # room for 5 pages
+    assert [i for _, i in selection.pages] == [8, 9, 10, 11, 12]
+
+
 def test_truncation_window_never_drops_required_pages():
     selection = select_pages("a", {"a": 30}, [0, 29], 305, measure, [])  # fits whole: no cut
     assert [i for _, i in selection.pages] == list(range(30)) and selection.exhausted
@@ -65,3 +70,22 @@ def test_document_that_fits_exactly_still_pads():
     selection = select_pages("q", {"q": 2, "b": 3}, [0], 25, measure, ["b"])
     assert selection.pages == [("q", 0), ("q", 1)] and selection.padding_docs == []
     assert selection.next_num_tokens == 35
+
+
+def test_page_grid_batches_and_layout():
+    from PIL import Image
+
+    from mmlbdata.media.page_grid import batches, draw_grid, grid_size
+
+    assert batches(120, 5) == [range(0, 24), range(24, 48), range(48, 72), range(72, 96), range(96, 120)]
+    assert batches(10, 3) == [range(0, 4), range(4, 8), range(8, 10)]
+    assert batches(2, 5) == [range(0, 1), range(1, 2)]
+    assert batches(0, 5) == []
+    # mixed sizes: cells take the largest page; always `columns` cells wide
+    assert grid_size([(10, 20), (30, 10)], 3) == (90, 20)
+    red, blue = Image.new("RGB", (10, 20), "red"), Image.new("RGB", (30, 10), "blue")
+    grid = draw_grid([red, blue, red, blue], columns=3)
+    assert grid.size == (90, 40)
+    assert grid.getpixel((5, 5)) == (255, 0, 0) and grid.getpixel((35, 5)) == (0, 0, 255)
+    assert grid.getpixel((35, 15)) == (255, 255, 255)  # below the short blue page: white
+    assert grid.getpixel((5, 25)) == (0, 0, 255)  # fourth page starts the second row

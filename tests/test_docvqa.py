@@ -126,6 +126,8 @@ def slidevqa_root(tmp_path):
         {"deck_name": "deck-a", "question": "How many?", "answer": "12", "evidence_pages": [2]},
         {"deck_name": "deck-b", "question": "Who?", "answer": "Alice", "evidence_pages": [1, 5]},
         {"deck_name": "deck-long", "question": "Where?", "answer": "Kyoto", "evidence_pages": [17]},
+        {"deck_name": "deck-c", "question": "Why?", "answer": "because it was raining all day",
+         "evidence_pages": [3], "qa_id": 77},
     ])
     return tmp_path
 
@@ -134,6 +136,8 @@ def test_slidevqa_builds_with_square_slides(slidevqa_root, counter, store):
     rows, report = build(DocVQA, "slidevqa_8k", {"slidevqa": slidevqa_root}, counter, store)
     metas = check_rows(rows, counter, 8192)
     assert [m["doc_id"] for m in metas] == ["deck-a", "deck-b", "deck-long"]
+    assert [(s.record, s.reason) for s in report.skipped] == [
+        ("test-77", "string answer longer than 5 words")]  # MMLongBench drops long answers
     assert metas[0]["padding_docs"] and metas[2]["truncated"] and 16 in metas[2]["answer_pages"]
     assert rows[0]["answers"] == ["12"] and metas[0]["answer_format"] == "Int"
     square = [r for r, (d, _) in zip(rows[1]["images"], metas[1]["pages"]) if d == "deck-b"]
@@ -217,12 +221,18 @@ def test_original_page_list_and_grid_variants(broken_release, counter, store):
     grid_meta = json.loads(grid_row["meta"])
     assert grid_meta["grids"] == [[0, 3], [4, 7], [8, 9]]  # ceil(10 / 3) = 4 pages per grid
     sizes = [(g.width, g.height) for g in grid_row["images"]]
-    assert sizes == [(1800, 1600), (1800, 1600), (1200, 800)]
+    assert sizes == [(1800, 1600), (1800, 1600), (1800, 800)]  # always 3 cells wide
+    assert grid_row["prompt"] == "What is on good1?\n\n<image>\n<image>\n<image>"
     first = Image.open(grid_row["images"][0].path).convert("RGB")
-    page5 = Image.open(io.BytesIO(pdf.render_page_png(broken_release / "documents" / "good1.pdf", 4)))
-    assert first.crop((0, 800, 600, 1600)).tobytes() != page5.tobytes()  # cell 4 is page 4, not 5
-    page4 = Image.open(io.BytesIO(pdf.render_page_png(broken_release / "documents" / "good1.pdf", 3)))
-    assert first.crop((0, 800, 600, 1600)).tobytes() == page4.convert("RGB").tobytes()
+    assert first.format is None and Image.open(grid_row["images"][0].path).format == "JPEG"
+
+    def strong_diffs(page_index):  # channel values of cell (row 1, col 0) far from the page's
+        page = Image.open(io.BytesIO(pdf.render_page_png(broken_release / "documents" / "good1.pdf",
+                                                         page_index))).convert("RGB")
+        cell = first.crop((0, 800, 600, 1600))
+        return sum(abs(a - b) > 96 for a, b in zip(cell.tobytes(), page.tobytes()))
+
+    assert strong_diffs(3) == 0 < strong_diffs(4)  # cell 4 holds page 4 (up to JPEG noise)
 
 
 @pytest.mark.slow
@@ -238,3 +248,37 @@ def test_original_on_real_sample_flags_and_keeps_rows(real_data, counter, store)
     activision = [json.loads(r["meta"]) for r in rows if r["id"].endswith(("_0999", "_1002"))]
     assert activision and all(len(m["pages"]) == 120 for m in activision)
     assert report.num_skipped == 1082 - 63
+
+
+def test_parallel_rendering_builds_identical_rows(broken_release, counter, tmp_path):
+    """num_proc changes how pages are rendered, never what is built (deterministic output)."""
+    def run(num_proc):
+        rows, _ = build(DocVQA, "mmlongdoc_8k", {"mmlongbench_doc": broken_release}, counter,
+                        ImageStore(tmp_path / f"store{num_proc}"), num_proc=num_proc)
+        return [(r["id"], r["num_tokens"], r["meta"], [Path(i.path).name for i in r["images"]])
+                for r in rows]
+
+    assert run(2) == run(1)
+
+
+def test_longdocurl_corrupt_page_image_skips_its_document(tmp_path, counter, store):
+    """A truncated page PNG makes its document unusable: reported by file, never used as padding."""
+    lines = []
+    for doc_no in ("4000001", "4000002", "4000003"):
+        folder = tmp_path / "pdf_pngs" / "4000-4999" / "4000"
+        folder.mkdir(parents=True, exist_ok=True)
+        for page in range(8):  # ~616 tokens a page: two documents exceed 8k
+            Image.new("RGB", (612, 792), (page * 30, 90, 200)).save(folder / f"{doc_no}_{page}.png")
+        lines.append(json.dumps({"question_id": f"q_{doc_no}", "doc_no": doc_no, "total_pages": 8,
+                                 "question": "Which?", "answer": "x", "evidence_pages": [3],
+                                 "answer_format": "String", "evidence_sources": ["Text"]}))
+    (tmp_path / "LongDocURL.jsonl").write_text("\n".join(lines) + "\n")
+    bad = tmp_path / "pdf_pngs" / "4000-4999" / "4000" / "4000002_4.png"
+    bad.write_bytes(bad.read_bytes()[:200])
+    rows, report = build(DocVQA, "longdocurl_8k", {"longdocurl": tmp_path}, counter, store)
+    metas = check_rows(rows, counter, 8192)
+    assert [m["doc_id"] for m in metas] == ["4000001", "4000003"]
+    assert all("4000002" not in m["padding_docs"] for m in metas)
+    messages = [str(s) for s in report.skipped]
+    assert any("4000002_4.png" in m and "truncated" in m for m in messages)
+    assert any("q_4000002" in m for m in messages)

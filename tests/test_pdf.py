@@ -81,6 +81,10 @@ def test_encrypted_pdf(tmp_path, small_pdf):
         pdf.page_count(path)
     assert info.value.path == str(path) and info.value.page is None
     assert str(path) in str(info.value)
+    # Permission-only encryption (empty user password) is common and readable: not an error.
+    owner_only = tmp_path / "owner_only.pdf"
+    doc.save(owner_only, encryption=pymupdf.PDF_ENCRYPT_AES_256, owner_pw="o", user_pw="")
+    assert pdf.page_count(owner_only) == 3
 
 
 def test_truncated_pdf(tmp_path, real_data):
@@ -123,6 +127,9 @@ def test_page_that_cannot_render_names_the_page(tmp_path):
     assert info.value.page == 1
     with pytest.raises(PdfError, match="out of range"):
         pdf.page_pixel_size(path, 5)
+    with pytest.raises(PdfError) as info:  # raised in a worker process, same message
+        pdf.render_jobs([(path, 0), (path, 1)], 72, num_proc=2)
+    assert info.value.page == 1 and info.value.path == str(path)
 
 
 def test_pdf_error_survives_pickling():

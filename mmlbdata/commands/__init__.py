@@ -7,4 +7,6 @@ COMMANDS = [
     "demo",
     "push",
     "fetch",
+    "eval",
+    "run",
 ]

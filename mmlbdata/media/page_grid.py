@@ -1,10 +1,15 @@
 """Concatenate document pages into grid images (MMLongBench-Doc's open-model setting).
 
-Why: the original MMLongBench-Doc evaluation feeds open models at most ``concat_num`` images per
-document, each a grid of consecutive pages laid out in ``columns`` columns. Pages are split into
-``ceil(n / concat_num)``-page batches; every cell of a grid is the size of the batch's largest page
-(pages pasted at the cell's top-left on white), so a grid's size follows from the page sizes
-alone and its token count is known before anything is drawn.
+Why: the original MMLongBench-Doc evaluation (``run_lvlm.py``) feeds open models at most
+``concat_num`` images per document (5 by default), each a grid of consecutive pages in
+``columns`` (3) columns, saved as JPEG. Pages are split into ``ceil(n / concat_num)``-page
+batches; a grid is always ``columns`` cells wide and has as many rows as needed, on white.
+
+The original sizes the cells from the batch's *first* page and pastes each page after the
+previous one, which crops or overlaps pages of mixed sizes; here a cell is the size of the batch's
+largest page (pasted at the cell's top-left). On a document with uniform pages the two agree pixel
+for pixel. A grid's size follows from the page sizes alone, so its token count is known before
+anything is drawn.
 """
 from __future__ import annotations
 
@@ -25,9 +30,7 @@ def grid_size(sizes: Sequence[tuple[int, int]], columns: int = 3) -> tuple[int, 
     """(width, height) of the grid of pages with these sizes."""
     cell_w = max(w for w, _ in sizes)
     cell_h = max(h for _, h in sizes)
-    cols = min(columns, len(sizes))
-    rows = math.ceil(len(sizes) / columns)
-    return cell_w * cols, cell_h * rows
+    return cell_w * columns, cell_h * math.ceil(len(sizes) / columns)
 
 
 def draw_grid(images: Sequence, columns: int = 3):
@@ -43,15 +46,18 @@ def draw_grid(images: Sequence, columns: int = 3):
     return canvas
 
 
-def grid_png(page_files: Sequence, columns: int = 3) -> bytes:
-    """PNG bytes of the grid of the page image files (paths or bytes)."""
+JPEG_QUALITY = 75  # PIL's default, which the original's ``save("...jpg")`` used
+
+
+def grid_jpeg(page_files: Sequence, columns: int = 3, quality: int = JPEG_QUALITY) -> bytes:
+    """JPEG bytes of the grid of the page image files (paths or bytes)."""
     from PIL import Image
 
     opened = [Image.open(io.BytesIO(f) if isinstance(f, (bytes, bytearray)) else f)
               for f in page_files]
     try:
         buffer = io.BytesIO()
-        draw_grid(opened, columns).save(buffer, format="PNG", compress_level=1)
+        draw_grid(opened, columns).save(buffer, format="JPEG", quality=quality)
         return buffer.getvalue()
     finally:
         for image in opened:

@@ -18,7 +18,7 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     import pymupdf as fitz
@@ -195,31 +195,33 @@ def _pool(num_proc: int) -> ProcessPoolExecutor:
 
 def render_jobs(jobs: Sequence[tuple[str | os.PathLike, int]], dpi: int = DEFAULT_DPI,
                 num_proc: int = 1) -> list[bytes]:
-    """PNG bytes of ``(pdf path, page index)`` jobs, in order, over ``num_proc`` processes.
+    """PNG bytes of ``(pdf path, page index)`` jobs, in order, over ``num_proc`` processes."""
+    return list(iter_render_jobs(jobs, dpi, num_proc))
 
-    Jobs are handed out grouped by file so that each worker keeps a document open across its
-    pages. A broken page raises :class:`PdfError` naming it, from whichever process met it.
+
+def iter_render_jobs(jobs: Sequence[tuple[str | os.PathLike, int]], dpi: int = DEFAULT_DPI,
+                     num_proc: int = 1) -> Iterator[bytes]:
+    """PNG bytes of the jobs, yielded in job order as they are rendered (memory: a few pages).
+
+    In parallel, jobs are handed out sorted by file so that each worker keeps a document open
+    across its pages; callers that want that locality pass jobs already sorted. A broken page
+    raises :class:`PdfError` naming it, from whichever process met it.
     """
     jobs = [(str(path), int(i)) for path, i in jobs]
     if num_proc <= 1 or len(jobs) <= 1:
-        out, docs = [], {}
+        docs = {}
         try:
             for path, i in jobs:
                 if path not in docs:
                     docs[path] = open_pdf(path)
-                out.append(_render(docs[path], path, i, dpi))
+                yield _render(docs[path], path, i, dpi)
         finally:
             for doc in docs.values():
                 doc.close()
-        return out
-    order = sorted(range(len(jobs)), key=lambda k: jobs[k])
+        return
     chunk = max(1, len(jobs) // (num_proc * 4))
-    results = _pool(num_proc).map(_worker_render, [(*jobs[k], dpi) for k in order],
-                                  chunksize=chunk)
-    out: list[bytes] = [b""] * len(jobs)
-    for k, data in zip(order, results):
-        out[k] = data
-    return out
+    yield from _pool(num_proc).map(_worker_render, [(path, i, dpi) for path, i in jobs],
+                                   chunksize=chunk)
 
 
 def render_many(path: str | os.PathLike, page_indices: Sequence[int], dpi: int = DEFAULT_DPI,
@@ -244,24 +246,8 @@ def render_page_refs(store, pages: Sequence[tuple[str | os.PathLike, int]],
                      dpi: int = DEFAULT_DPI, num_proc: int = 1) -> list:
     """:func:`render_pages` for pages of several PDFs at once (one parallel batch for all)."""
     keys = {(str(path), i): recipe_key(pdf_sha256(path), i, dpi) for path, i in pages}
-    refs = {job: _lookup(store, key) for job, key in keys.items()}
+    refs = {job: store.lookup(key) for job, key in keys.items()}
     missing = sorted(job for job, ref in refs.items() if ref is None)
-    for job, data in zip(missing, render_jobs(missing, dpi, num_proc) if missing else []):
+    for job, data in zip(missing, iter_render_jobs(missing, dpi, num_proc)):
         refs[job] = store.cached(keys[job], lambda data=data: (data, "png"))
     return [refs[(str(path), i)] for path, i in pages]
-
-
-class _NotCached(Exception):
-    """Raised by a producer that must not produce: the recipe is not in the store yet."""
-
-
-def _not_cached() -> tuple[bytes, str]:
-    raise _NotCached
-
-
-def _lookup(store, key: str):
-    """The store's ImageRef for ``key``, or None when it has not been produced (no rendering)."""
-    try:
-        return store.cached(key, _not_cached)
-    except _NotCached:
-        return None

@@ -84,8 +84,14 @@ def parse_str_list(text: Any) -> tuple[bool, list[str]]:
     return True, [str(v) for v in value]
 
 
-def word_count(answer: Any) -> int:
-    return len(str(answer).split())
+MAX_STR_ANSWER_WORDS = 5  # MMLongBench keeps only short string answers in its DocVQA configs
+
+
+def long_answer_problem(answer_format: str, answer: Any) -> str:
+    """Why MMLongBench would drop this answer ("" when kept): a string over five words."""
+    if answer_format == "Str" and len(str(answer).split()) > MAX_STR_ANSWER_WORDS:
+        return f"string answer longer than {MAX_STR_ANSWER_WORDS} words"
+    return ""
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,12 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .docqa import (NOT_ANSWERABLE, BadRecord, DocQuestion, literal, parse_int_list,
-                    parse_str_list, word_count)
+                    long_answer_problem, parse_str_list)
 
 SAMPLES_FILE = "samples.json"
 DOCUMENTS_DIR = "documents"
 FIELDS = ("doc_id", "doc_type", "question", "answer", "evidence_pages", "evidence_sources",
           "answer_format")
-MAX_STR_ANSWER_WORDS = 5  # MMLongBench keeps only short string answers
 
 # Flag names (also written into the built rows' meta).
 INT_NOT_INTEGER = "int_answer_not_integer"
@@ -171,6 +170,7 @@ def clean_for_docvqa(row: SampleRow) -> tuple[DocQuestion | None, str]:
             fmt, answer = "Float", value
         else:
             fmt, answer = "Str", row.raw["answer"].strip()
-    if fmt == "Str" and word_count(answer) > MAX_STR_ANSWER_WORDS:
-        return None, f"string answer longer than {MAX_STR_ANSWER_WORDS} words"
+    problem = long_answer_problem(fmt, answer)
+    if problem:
+        return None, problem
     return replace(to_question(row), answer=answer, answer_format=fmt), ""
