@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
-from mmlbdata.lengths import fill
+from mmlbdata.lengths import DEPTHS, fill
 from mmlbdata.schema import make_example
 from mmlbdata.seeding import stable_seed
 from mmlbdata.sources.mmniah import ImageSeg, NiahRecord, read_mmniah
@@ -37,7 +37,6 @@ TEMPLATE = ("You are given interleaved text and images. Please answer the questi
 CHOICE_TEMPLATE = ("You are given interleaved text and images. Please answer the question with the "
                    "option's letter (A, B, etc.) based on the given text and images. Write your answer in "
                    "the following format:\nAnswer: [answer]\n\n{context}\n\nQuestion: {question}")
-DEPTHS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 NUM_PERMUTATIONS = 3
 PASSAGE_WORDS = 100
 MAX_EDGE = 1024

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from mmlbdata.lengths import fill
+from mmlbdata.lengths import DEPTHS, depth_index, fill, place_at
 from mmlbdata.schema import make_example
 from mmlbdata.seeding import rng as seeded_rng
 from mmlbdata.sources.coco import LAYOUT, CocoImage, read_instances
@@ -37,7 +37,6 @@ PROMPT_TEMPLATE = (
     "images. Write your answer in the following format:\nAnswer: [answer]\n\n{context}\n\n"
     "Question: {question}"
 )
-DEPTHS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 NUM_PERMUTATIONS = 3
 NEEDLE_COUNTS = (2, 3)
 MAX_DRAWS = 1000  # attempts per question before giving up on a sparse source
@@ -145,19 +144,6 @@ def build_prompt(num_images: int, question: str) -> str:
     return PROMPT_TEMPLATE.format(context=context, question=question)
 
 
-def needle_position(depth: float, num_images: int) -> int:
-    """Index of a needle at ``depth`` (0 = first image, 1 = last)."""
-    return int(round(depth * (num_images - 1)))
-
-
-def insert_needles(distractors: Sequence, needles: Sequence, positions: Sequence[int]) -> list:
-    """The image list with ``needles[i]`` at ``positions[i]`` (sorted) and distractors in order."""
-    total = len(distractors) + len(needles)
-    at = dict(zip(positions, needles))
-    rest = iter(distractors)
-    return [at[i] if i in at else next(rest) for i in range(total)]
-
-
 class VisualHaystack(MMLBBuilder):
     """VH-Single and VH-Multi haystacks of COCO images at the five standard lengths."""
 
@@ -224,7 +210,7 @@ class VisualHaystack(MMLBBuilder):
             yield make_example(
                 id=f"{question.source_id}_{suffix}", dataset=self.config.dataset, length=self.length,
                 num_tokens=packed.num_tokens, prompt=prompt,
-                images=insert_needles(distractors, needles, positions),
+                images=place_at(distractors, needles, positions),
                 question=question.text, answers=[question.answer], metric=self.config.metric,
                 meta={"source_id": question.source_id, "needle_indices": list(positions),
                       "anchor": question.anchor, "target": question.target, "mode": question.mode,
@@ -236,7 +222,7 @@ class VisualHaystack(MMLBBuilder):
         """(id suffix, needle positions, extra meta) of each row of one question."""
         if question.mode == "single":
             for depth in DEPTHS:
-                yield f"d{depth:.1f}", [needle_position(depth, total)], {"depth": depth}
+                yield f"d{depth:.1f}", [depth_index(depth, total)], {"depth": depth}
             return
         rng = seeded_rng(self.seed, self.config.dataset, question.source_id, "positions")
         for permutation in range(NUM_PERMUTATIONS):
@@ -299,7 +285,7 @@ class VisualHaystack(MMLBBuilder):
             yield make_example(
                 id=f"{question.source_id}_{suffix}", dataset=self.config.dataset, length=self.length,
                 num_tokens=packed.num_tokens, prompt=prompt,
-                images=insert_needles(packed.items, needles, positions), question=question.question,
+                images=place_at(packed.items, needles, positions), question=question.question,
                 answers=[question.answer], metric=self.config.metric,
                 meta={"source_id": question.source_id, "needle_indices": list(positions),
                       "needle_images": [f"{Path(n.path).parent.name}/{Path(n.path).stem}" for n in needles],

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
-from mmlbdata.lengths import BudgetError, fill
+from mmlbdata.lengths import DEPTHS, BudgetError, depth_index, fill, place_at
 from mmlbdata.retrieval.corpus import Corpus, default_cache_dir, open_corpus
 from mmlbdata.retrieval.dense import DEFAULT_MODEL
 from mmlbdata.retrieval.search import Retriever, mentions_any
@@ -44,7 +44,6 @@ PROMPT_TEMPLATE = (
     "Question: {question}"
 )
 PASSAGE_TEMPLATE = "Document (Title: {title}): {text}"
-DEPTHS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 NUM_PERMUTATIONS = 3
 KILT_LAYOUT = ("KILT knowledge source (kilt_knowledgesource.json JSON lines or facebook/kilt_wikipedia "
                "shards), kilt_w100_title.tsv, WikiText raw, or a corpus folder built by mmlbdata")
@@ -57,13 +56,6 @@ def render_passage(passage: dict) -> str:
 def build_prompt(passages: Sequence[dict], question: str) -> str:
     context = "\n\n".join(render_passage(p) for p in passages)
     return PROMPT_TEMPLATE.format(context=context, question=IMAGE_PLACEHOLDER + question)
-
-
-def place(distractors: Sequence[dict], gold: Sequence[dict], positions: Sequence[int]) -> list[dict]:
-    """The passage list with ``gold[i]`` at ``positions[i]`` and the distractors in rank order."""
-    at = dict(zip(positions, gold))
-    rest = iter(distractors)
-    return [at[i] if i in at else next(rest) for i in range(len(distractors) + len(gold))]
 
 
 @dataclass(frozen=True)
@@ -180,7 +172,7 @@ class VisualRAG(MMLBBuilder):
     def placements(self, question: RagQuestion) -> list[Placement]:
         n_gold = len(question.gold)
         if self.config.dataset == "viquae":
-            return [Placement(f"d{d:.1f}", {"depth": d}, lambda total, d=d: [int(round(d * (total - 1)))])
+            return [Placement(f"d{d:.1f}", {"depth": d}, lambda total, d=d: [depth_index(d, total)])
                     for d in DEPTHS]
         out = []
         for p in range(NUM_PERMUTATIONS):
@@ -208,7 +200,7 @@ class VisualRAG(MMLBBuilder):
             gold = self.gold_order(question, placement)
 
             def measure(selection: list[dict]) -> int:
-                passages = place(selection, gold, placement.positions_for(len(selection) + len(gold)))
+                passages = place_at(selection, gold, placement.positions_for(len(selection) + len(gold)))
                 return self.counter.example(build_prompt(passages, question.question), [question.image])
 
             try:
@@ -222,7 +214,7 @@ class VisualRAG(MMLBBuilder):
                                  f"they fill {packed.num_tokens} of {self.length} tokens")
                 return []
             positions = placement.positions_for(len(packed.items) + len(gold))
-            passages = place(packed.items, gold, positions)
+            passages = place_at(packed.items, gold, positions)
             rows.append(make_example(
                 id=f"{question.source_id}_{placement.suffix}", dataset=self.config.dataset, length=self.length,
                 num_tokens=packed.num_tokens, prompt=build_prompt(passages, question.question),

@@ -21,6 +21,8 @@ from typing import Callable, Generic, Optional, Sequence, TypeVar
 
 T = TypeVar("T")
 
+DEPTHS: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+
 LENGTHS: dict[str, int] = {"8k": 8192, "16k": 16384, "32k": 32768, "64k": 65536, "128k": 131072}
 LENGTH_KEYS: tuple[str, ...] = tuple(LENGTHS)
 
@@ -198,3 +200,22 @@ def truncate_even(
     keep = _largest_fitting(memo, total, budget, total)
     items = window(total - keep)
     return Packed(items, memo(keep), memo(keep + 1) if keep < total else None)
+
+
+def depth_index(depth: float, total: int) -> int:
+    """Position of a needle at ``depth`` in a list of ``total`` items (0 = first, 1 = last)."""
+    return int(round(depth * (total - 1)))
+
+
+def place_at(fillers: Sequence[T], inserts: Sequence[T], positions: Sequence[int]) -> list[T]:
+    """The list with ``inserts[i]`` at ``positions[i]`` and the fillers, in order, everywhere else.
+
+    Needle placement for every family: distractor images around needle images (VH), retrieved
+    passages around gold passages (visual RAG), ...
+    """
+    total = len(fillers) + len(inserts)
+    at = dict(zip(positions, inserts))
+    if len(at) != len(inserts) or any(not 0 <= p < total for p in at):
+        raise ValueError(f"positions {list(positions)} do not fit {len(inserts)} inserts in {total} items")
+    rest = iter(fillers)
+    return [at[i] if i in at else next(rest) for i in range(total)]

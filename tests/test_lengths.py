@@ -92,3 +92,15 @@ def test_truncate_even_alternates_left_then_right():
 def test_truncate_even_when_required_span_does_not_fit():
     with pytest.raises(BudgetError):
         truncate_even(list(range(10)), 2, lambda sel: len(sel), required=[1, 8])
+
+
+def test_place_at_and_depth_index():
+    from mmlbdata.lengths import depth_index, place_at
+
+    assert [depth_index(d, 11) for d in (0, 0.2, 0.5, 1.0)] == [0, 2, 5, 10]
+    assert place_at(list("abcd"), ["X", "Y"], [0, 5]) == ["X", "a", "b", "c", "d", "Y"]
+    assert place_at(list("ab"), ["X"], [1]) == ["a", "X", "b"]
+    with pytest.raises(ValueError, match="do not fit"):
+        place_at(list("ab"), ["X", "Y"], [1, 1])
+    with pytest.raises(ValueError, match="do not fit"):
+        place_at(list("ab"), ["X"], [3])
