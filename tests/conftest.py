@@ -36,3 +36,11 @@ def tokenizer_path(real_data: Path) -> Path:
 def coco_mini(real_data: Path) -> Path:
     """159 real COCO 2017 images with their annotation files (release layout)."""
     return real_data / "coco_mini"
+
+
+@pytest.fixture(scope="session")
+def counter(tokenizer_path: Path):
+    """The unified token counter with the real Llama-2 tokenizer (shared by the whole session)."""
+    from mmlbdata.tokens import TokenCounter
+
+    return TokenCounter(tokenizer_path)

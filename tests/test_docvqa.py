@@ -15,13 +15,7 @@ from mmlbdata.lengths import LENGTHS
 from mmlbdata.media import pdf
 from mmlbdata.report import BuildReport
 from mmlbdata.store import ImageStore
-from mmlbdata.tokens import TokenCounter
 from tests.test_docqa_sources import write_slidevqa
-
-
-@pytest.fixture(scope="module")
-def counter(tokenizer_path):
-    return TokenCounter(tokenizer_path)
 
 
 @pytest.fixture(scope="module")

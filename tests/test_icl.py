@@ -10,14 +10,8 @@ from builders.icl import CLASS_COUNTS, PROMPT_TEMPLATE, ManyShotICL, build_promp
 from mmlbdata.report import BuildReport
 from mmlbdata.sources.icl import read_class_folders, read_icl_source, read_inat
 from mmlbdata.store import ImageStore
-from mmlbdata.tokens import TokenCounter
 
 LABEL = re.compile(r"<image>\nlabel: (\d+)")
-
-
-@pytest.fixture(scope="module")
-def counter(tokenizer_path):
-    return TokenCounter(tokenizer_path)
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ its metric does not read fails here even when both pass their own tests.
 """
 from __future__ import annotations
 
-import shutil
 
 import pytest
 

@@ -8,7 +8,6 @@ its real ``friday.vtt`` cues, moved onto a "source video" axis 100 s later
 from __future__ import annotations
 
 import json
-import math
 import shutil
 from pathlib import Path
 
@@ -17,13 +16,12 @@ import pytest
 av = pytest.importorskip("av")
 import sentencepiece as spm  # noqa: E402
 
-from builders.lvb import INSTRUCTION, LongVideoBench, build_prompt  # noqa: E402
+from builders.lvb import INSTRUCTION, LongVideoBench  # noqa: E402
 from mmlbdata.build import build_configs  # noqa: E402
 from mmlbdata.lengths import LENGTHS  # noqa: E402
 from mmlbdata.media.subtitles import parse_vtt  # noqa: E402
 from mmlbdata.report import BuildReport  # noqa: E402
 from mmlbdata.store import ImageStore  # noqa: E402
-from mmlbdata.tokens import TokenCounter  # noqa: E402
 
 OFFSET = 100.0
 FRIDAY_DURATION = 6.166  # the clip's container duration
@@ -84,11 +82,6 @@ def write_release(root: Path, real_data: Path) -> Path:
 @pytest.fixture(scope="module")
 def release(real_data, tmp_path_factory) -> Path:
     return write_release(tmp_path_factory.mktemp("lvb") / "LongVideoBench", real_data)
-
-
-@pytest.fixture(scope="module")
-def counter(tokenizer_path) -> TokenCounter:
-    return TokenCounter(tokenizer_path)
 
 
 def build(config, release, tmp_path, counter, **options):

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from mmlbdata.media.subtitles import (Cue, SubtitleError, clip_cues, parse_json_cues, parse_srt,
-                                      parse_timestamp, parse_vtt, read_subtitles)
+from mmlbdata.media.subtitles import (Cue, SubtitleError, clip_cues, parse_json_cues,
+                                      parse_timestamp, read_subtitles)
 
 
 def test_timestamps():

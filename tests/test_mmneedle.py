@@ -14,15 +14,9 @@ from mmlbdata.media.stitch import CELL
 from mmlbdata.report import BuildReport
 from mmlbdata.sources.coco_captions import read_captions
 from mmlbdata.store import ImageStore
-from mmlbdata.tokens import TokenCounter
 
 ORIGINAL = [c.name for c in MMNeedle.BUILDER_CONFIGS if c.length is None]
 OPTIONS = {"num_samples": 4, "pool_size": 12, "stitch_processes": 1}
-
-
-@pytest.fixture(scope="module")
-def counter(tokenizer_path):
-    return TokenCounter(tokenizer_path)
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ from builders.mmniah import MMNIAH, TEMPLATE, passages
 from mmlbdata.report import BuildReport
 from mmlbdata.sources.mmniah import parse_row, read_mmniah
 from mmlbdata.store import ImageStore
-from mmlbdata.tokens import TokenCounter
 
 NEEDLES = {
     "retrieval": (["The secret code hidden by the lighthouse keeper is 7319."],
@@ -102,11 +101,6 @@ def release(tmp_path_factory, real_data):
     root = tmp_path_factory.mktemp("mmniah")
     make_release(root, real_data)
     return root
-
-
-@pytest.fixture(scope="module")
-def counter(tokenizer_path):
-    return TokenCounter(tokenizer_path)
 
 
 def build(name, release, counter, tmp_path, report=None):

@@ -5,7 +5,6 @@ Fixture texts are real (WikiText-2 Wikipedia prose from MMLB_TEST_DATA); nothing
 from __future__ import annotations
 
 import csv
-import io
 import json
 import random
 from pathlib import Path
@@ -158,11 +157,6 @@ def sources(tmp_path_factory, wiki_words) -> dict[str, Path]:
     write_babilong(root / "babilong", wiki_words)
     write_longbench(root / "longbench", wiki_words)
     return {key: root / key for key in ("mmlu_pro", "mmlu_redux", "gpqa", "babilong", "longbench")}
-
-
-@pytest.fixture(scope="module")
-def counter(tokenizer_path: Path) -> TokenCounter:
-    return TokenCounter(tokenizer_path)
 
 
 @pytest.fixture(scope="module")

@@ -9,12 +9,6 @@ from builders.vh import VisualHaystack, build_prompt
 from mmlbdata.report import BuildReport
 from mmlbdata.sources.vhs import read_vhs, release_files, resolve_image
 from mmlbdata.store import ImageStore
-from mmlbdata.tokens import TokenCounter
-
-
-@pytest.fixture(scope="module")
-def counter(tokenizer_path):
-    return TokenCounter(tokenizer_path)
 
 
 @pytest.fixture()

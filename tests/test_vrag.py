@@ -15,14 +15,8 @@ from mmlbdata.retrieval.search import mentions_any
 from mmlbdata.sources.infoseek import accepted_answers, read_infoseek
 from mmlbdata.sources.viquae import read_viquae
 from mmlbdata.store import ImageStore
-from mmlbdata.tokens import TokenCounter
 
 DOC = re.compile(r"Document \(Title: ")
-
-
-@pytest.fixture(scope="module")
-def counter(tokenizer_path):
-    return TokenCounter(tokenizer_path)
 
 
 @pytest.fixture(scope="module")
