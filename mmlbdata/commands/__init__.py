@@ -6,4 +6,5 @@ COMMANDS = [
     "stats",
     "demo",
     "push",
+    "card",
 ]
