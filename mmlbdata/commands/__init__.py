@@ -7,4 +7,5 @@ COMMANDS = [
     "demo",
     "push",
     "card",
+    "export",
 ]

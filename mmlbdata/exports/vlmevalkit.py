@@ -1,0 +1,57 @@
+"""VLMEvalKit custom-dataset TSV: one file per config.
+
+Columns: ``index`` (0..n-1), ``image`` (base64 of the stored bytes, a Python list literal when an
+example has several images, as VLMEvalKit's ``toliststr`` reads it) or ``image_path`` (paths
+relative to the TSV, images written once by content), ``question`` (the full prompt; one
+``<image>`` per image, in order), ``answer`` (the first reference), ``category`` (the dataset),
+then ``id``, ``answers`` (JSON), ``metric``, ``length``, ``num_tokens`` and ``meta``.
+"""
+from __future__ import annotations
+
+import base64
+import csv
+import json
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+from . import iter_rows, selected_configs, write_image
+
+COLUMNS = ["index", "IMAGE", "question", "answer", "category", "id", "answers", "metric", "length",
+           "num_tokens", "meta"]
+
+
+def _list_literal(values: list[str]) -> str:
+    return values[0] if len(values) == 1 else "[" + ", ".join(repr(v) for v in values) + "]"
+
+
+def export_tsv(folder: Path, out: Path, *, configs: Optional[Sequence[str]] = None,
+               images: str = "base64") -> list[Path]:
+    """One ``<config>.tsv`` per config under ``out``; ``images`` is ``base64`` or ``path``."""
+    if images not in ("base64", "path"):
+        raise ValueError(f"images must be base64 or path, not {images!r}")
+    folder, out = Path(folder), Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    csv.field_size_limit(sys.maxsize)
+    image_column = "image" if images == "base64" else "image_path"
+    written = []
+    for name in selected_configs(folder, configs):
+        path = out / f"{name}.tsv"
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle, delimiter="\t", lineterminator="\n")
+            writer.writerow([image_column if c == "IMAGE" else c for c in COLUMNS])
+            for index, row in enumerate(iter_rows(folder, name)):
+                if images == "base64":
+                    cells = [base64.b64encode(img["bytes"]).decode("ascii") for img in row["images"]]
+                else:
+                    cells = [f"images/{write_image(out / 'images', img['bytes'], img.get('path') or '')}"
+                             for img in row["images"]]
+                answers = row["answers"] or []
+                writer.writerow([index, _list_literal(cells) if cells else "[]", row["prompt"],
+                                 answers[0] if answers else "", row["dataset"], row["id"],
+                                 json.dumps(answers, ensure_ascii=False), row["metric"], row["length"],
+                                 row["num_tokens"], row["meta"]])
+        tmp.replace(path)
+        written.append(path)
+    return written
