@@ -158,6 +158,14 @@ def cards_dir() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[1] / "cards"
 
 
+def _templates_folder(directory: Optional[Path]) -> Path:
+    folder = Path(directory or cards_dir())
+    if not (folder / BASE_TEMPLATE).is_file():
+        raise FileNotFoundError(f"card templates not found in {folder} (no {BASE_TEMPLATE}): run from a source "
+                                "checkout, or point MMLB_CARDS_DIR / --templates at its cards/ folder")
+    return folder
+
+
 @dataclass
 class CardTemplate:
     """One benchmark's template: its YAML header (``meta``) and its Jinja body (``source``)."""
@@ -174,7 +182,7 @@ class CardTemplate:
 
 def load_templates(directory: Optional[Path] = None) -> dict[str, CardTemplate]:
     """Every ``cards/<name>.md.jinja`` except the ``_`` partials, by name."""
-    directory = Path(directory or cards_dir())
+    directory = _templates_folder(directory)
     templates = {}
     for path in sorted(directory.glob("*.md.jinja")):
         if path.name.startswith("_"):
@@ -318,7 +326,7 @@ def render_card(folder: os.PathLike, *, benchmark: Optional[str] = None, repo_id
     from huggingface_hub import DatasetCard, DatasetCardData
 
     folder = Path(folder)
-    directory = Path(templates_dir or cards_dir())
+    directory = _templates_folder(templates_dir)
     context = card_context(folder, configs)
     template = select_template(set(context["family_names"]), benchmark, directory)
     meta = template.meta
@@ -328,7 +336,10 @@ def render_card(folder: os.PathLike, *, benchmark: Optional[str] = None, repo_id
 
         plot_distributions(context["dists"], folder / PLOT_NAME, title=meta.get("pretty_name", ""))
         plot_name = PLOT_NAME
-    entries = [yaml_entries_from_parquet(folder, c["name"]) for c in context["configs"]]
+    from .stats import configs_in
+
+    # the YAML lists every built config, even when the body describes a subset
+    entries = [yaml_entries_from_parquet(folder, name) for name in configs_in(folder)]
     licenses = sorted({v["id"] if isinstance(v, dict) else str(v)
                        for v in (meta.get("licenses") or {}).values()}) or ["other"]
     card_data = DatasetCardData(
