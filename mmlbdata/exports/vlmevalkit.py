@@ -9,9 +9,7 @@ then ``id``, ``answers`` (JSON), ``metric``, ``length``, ``num_tokens`` and ``me
 from __future__ import annotations
 
 import base64
-import csv
 import json
-import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -22,7 +20,17 @@ COLUMNS = ["index", "IMAGE", "question", "answer", "category", "id", "answers", 
 
 
 def _list_literal(values: list[str]) -> str:
-    return values[0] if len(values) == 1 else "[" + ", ".join(repr(v) for v in values) + "]"
+    """What VLMEvalKit's ``toliststr`` reads: a plain value, or a Python list of quoted strings."""
+    return values[0] if len(values) == 1 else "[" + ", ".join(f"'{v}'" for v in values) + "]"
+
+
+def tsv_field(value: object) -> str:
+    """One cell, quoted like ``csv``'s QUOTE_MINIMAL (pandas reads it back), but without the csv
+    module's per-character pass, which dominates on megabyte-long base64 cells."""
+    text = str(value)
+    if "\t" in text or "\n" in text or "\r" in text or '"' in text:
+        return '"' + text.replace('"', '""') + '"'
+    return text
 
 
 def export_tsv(folder: Path, out: Path, *, configs: Optional[Sequence[str]] = None,
@@ -32,15 +40,13 @@ def export_tsv(folder: Path, out: Path, *, configs: Optional[Sequence[str]] = No
         raise ValueError(f"images must be base64 or path, not {images!r}")
     folder, out = Path(folder), Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    csv.field_size_limit(sys.maxsize)
     image_column = "image" if images == "base64" else "image_path"
     written = []
     for name in selected_configs(folder, configs):
         path = out / f"{name}.tsv"
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "w", newline="", encoding="utf-8") as handle:
-            writer = csv.writer(handle, delimiter="\t", lineterminator="\n")
-            writer.writerow([image_column if c == "IMAGE" else c for c in COLUMNS])
+            handle.write("\t".join(image_column if c == "IMAGE" else c for c in COLUMNS) + "\n")
             for index, row in enumerate(iter_rows(folder, name)):
                 if images == "base64":
                     cells = [base64.b64encode(img["bytes"]).decode("ascii") for img in row["images"]]
@@ -48,10 +54,11 @@ def export_tsv(folder: Path, out: Path, *, configs: Optional[Sequence[str]] = No
                     cells = [f"images/{write_image(out / 'images', img['bytes'], img.get('path') or '')}"
                              for img in row["images"]]
                 answers = row["answers"] or []
-                writer.writerow([index, _list_literal(cells) if cells else "[]", row["prompt"],
-                                 answers[0] if answers else "", row["dataset"], row["id"],
-                                 json.dumps(answers, ensure_ascii=False), row["metric"], row["length"],
-                                 row["num_tokens"], row["meta"]])
+                cells_out = [index, _list_literal(cells) if cells else "[]", row["prompt"],
+                             answers[0] if answers else "", row["dataset"], row["id"],
+                             json.dumps(answers, ensure_ascii=False), row["metric"], row["length"],
+                             row["num_tokens"], row["meta"]]
+                handle.write("\t".join(tsv_field(c) for c in cells_out) + "\n")
         tmp.replace(path)
         written.append(path)
     return written
