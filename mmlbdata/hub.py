@@ -243,7 +243,10 @@ def _push_files(folder: Path, repo_id: str, names: list[str], uploader: RepoUplo
         plan.files += sorted(add)
     if card:
         remote_readme = uploader.read_text(repo_id, README, revision=revision) if README in remote_files else None
-        plan.readme = hub_readme(folder, names, remote_readme)
+        # list the local configs the repo now holds (not local ones left out of this push)
+        on_hub = [n for n in configs_in(folder)
+                  if n in plan.configs or n in plan.skipped or any(p.startswith(f"data/{n}/") for p in remote_files)]
+        plan.readme = hub_readme(folder, on_hub, remote_readme)
         from .card import PLOT_NAME
 
         card_files: dict[str, Payload] = {README: plan.readme.encode("utf-8")}
@@ -276,7 +279,8 @@ def hub_info_entries(folder: Path, config: str):
 
 
 def hub_readme(folder: Path, names: list[str], remote_readme: Optional[str]) -> str:
-    """The README to send: the local card over the Hub's, config entries updated by ``datasets``' logic."""
+    """The README to send: the local card over the Hub's; the entries of ``names`` (configs the repo
+    holds) updated by ``datasets``' own logic, the Hub's other entries kept."""
     from datasets.info import DatasetInfosDict
     from datasets.utils.metadata import MetadataConfigs
     from huggingface_hub import DatasetCard, DatasetCardData
@@ -290,9 +294,7 @@ def hub_readme(folder: Path, names: list[str], remote_readme: Optional[str]) -> 
     for key, value in local_meta.items():
         if key not in ("configs", "dataset_info"):
             data[key] = value
-    for name in sorted(set(names) | set(_local_configs(local_meta))):
-        if not shard_files(folder, name):
-            continue
+    for name in sorted(names):
         info, metadata_config = hub_info_entries(folder, name)
         DatasetInfosDict({name: info}).to_dataset_card_data(data)
         MetadataConfigs({name: metadata_config}).to_dataset_card_data(data)
@@ -301,6 +303,3 @@ def hub_readme(folder: Path, names: list[str], remote_readme: Optional[str]) -> 
         body = remote_body  # keep a real card already on the Hub over our placeholder
     return str(DatasetCard(f"---\n{data.to_yaml()}\n---\n\n{body.strip()}\n"))
 
-
-def _local_configs(meta: dict) -> list[str]:
-    return [entry["config_name"] for entry in meta.get("configs") or [] if "config_name" in entry]

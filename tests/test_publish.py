@@ -198,6 +198,16 @@ def test_push_resends_a_rebuilt_config_and_deletes_its_old_shards(built, tmp_pat
         push_folder(folder, "org/mmlb", uploader=hub, max_shard_size="500MB")
 
 
+def test_push_of_some_configs_lists_only_what_the_repo_holds(built, tmp_path):
+    hub = FolderUploader(tmp_path / "hub")
+    plan = push_folder(built, "org/mmlb", configs=["vh_single_8k"], uploader=hub)
+    assert [c["config_name"] for c in split_front_matter(plan.readme)[0]["configs"]] == ["vh_single_8k"]
+    plan = push_folder(built, "org/mmlb", configs=["vh_multi_8k"], uploader=hub)
+    assert [c["config_name"] for c in split_front_matter(plan.readme)[0]["configs"]] == \
+        ["vh_multi_8k", "vh_single_8k"]
+    assert datasets.load_dataset(str(hub.repo_dir("org/mmlb")), "vh_multi_8k", split="test").num_rows == 3
+
+
 def test_hub_uploader_builds_the_commit_without_a_token(tmp_path):
     calls = []
 
