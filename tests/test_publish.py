@@ -286,11 +286,14 @@ def test_vlmevalkit_tsv_decodes_to_the_same_images_and_question(built, tmp_path)
     raw = list(iter_rows(built, "vh_single_8k"))
     table = pd.read_csv(tmp_path / "b64" / "vh_single_8k.tsv", sep="\t")
     paths = pd.read_csv(tmp_path / "paths" / "vh_single_8k.tsv", sep="\t")
-    assert list(table.columns[:5]) == ["index", "image", "question", "answer", "category"]
+    assert list(table.columns[:6]) == ["index", "image", "image_path", "question", "answer", "category"]
+    assert list(paths.columns[:5]) == ["index", "image_path", "question", "answer", "category"]
     assert list(table["index"]) == list(range(len(raw)))
     for (_, line), (_, pline), row in zip(table.iterrows(), paths.iterrows(), raw):
         cells = ast.literal_eval(line["image"]) if line["image"].startswith("[") else [line["image"]]
         assert [base64.b64decode(c) for c in cells] == [i["bytes"] for i in row["images"]]
+        names = ast.literal_eval(line["image_path"])
+        assert len(set(names)) == len({i["bytes"] for i in row["images"]}) and "/" not in "".join(names)
         files = ast.literal_eval(pline["image_path"])
         assert [(tmp_path / "paths" / f).read_bytes() for f in files] == [i["bytes"] for i in row["images"]]
         assert line["question"] == row["prompt"] and line["question"].count("<image>") == len(cells)
@@ -387,5 +390,10 @@ def test_help(command, capsys):
 
 
 def test_build_without_configs_or_all_is_a_usage_error(tmp_path, capsys):
+    from mmlbdata.commands.build import parse_size
+
     assert main(["build", "--out", str(tmp_path)]) == 2
     assert "--all" in capsys.readouterr().err
+    assert main(["build", "--all", "--benchmark", "nope", "--out", str(tmp_path)]) == 2
+    assert "unknown benchmark 'nope'" in capsys.readouterr().err
+    assert (parse_size("500MB"), parse_size("1.5GB"), parse_size("2048")) == (500 * 10**6, 15 * 10**8, 2048)

@@ -48,10 +48,15 @@ def image_extension(data: bytes, name: str = "") -> str:
     return suffix or "bin"
 
 
+def content_name(data: bytes, name: str = "") -> str:
+    """``ab/ab12...ef.jpg``: a file name that only these bytes get."""
+    digest = hashlib.sha256(data).hexdigest()[:32]
+    return f"{digest[:2]}/{digest}.{image_extension(data, name)}"
+
+
 def write_image(root: Path, data: bytes, name: str = "") -> str:
     """Store ``data`` once under ``root`` by content; returns its path relative to ``root``."""
-    digest = hashlib.sha256(data).hexdigest()[:32]
-    relative = f"{digest[:2]}/{digest}.{image_extension(data, name)}"
+    relative = content_name(data, name)
     target = root / relative
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
