@@ -6,6 +6,9 @@ COMMANDS = [
     "stats",
     "demo",
     "push",
+    "fetch",
+    "eval",
+    "run",
     "card",
     "export",
 ]

@@ -1,0 +1,585 @@
+"""ReadBench: text benchmarks whose long part is shown as A4 page images (Clavie & Brand, 2025).
+
+Procedure of the original release, as its code does it:
+
+* **MMLU-Pro, MMLU-Redux 2.0** - the answer options become one image ("A. ..." one per line);
+  question, category and instructions stay text. 35 questions per category / subject, drawn with
+  ``random.Random(42)`` (a fresh generator per group, so a group's draw does not depend on the
+  others).
+* **GPQA-Diamond** - all 198 questions; the four options are shuffled with a seed derived from a
+  SHA-256 of the record id (never Python's ``hash()``), then rendered like MMLU's.
+* **BABILong** qa1-qa10 at 0k..8k - the ``input`` context is rendered; 35 samples per
+  (length, task).
+* **LongBench** ``2wikimqa_e``, ``hotpotqa_e``, ``triviaqa_e``, ``narrativeqa`` - the ``context`` is
+  rendered; contexts binned by word count 512-1024-2048-4096-8192 (shorter and longer dropped),
+  35 per (subset, bin).
+
+Pages: Helvetica 12 pt on A4 at 92.9 PPI (``ppi`` option; configs ``*_150ppi``), rendered by
+``mmlbdata.media.pages``. Prompts are the benchmark's multimodal templates, split where the
+context was, so the ``<image>`` placeholders stand exactly where the original put the images.
+Prompt sources: the ReadBench paper's appendix could not be retrieved; the templates below are
+the ones in ReadBench's released evaluation code (``run_eval.py`` multimodal builders and
+``eval_config/dataset2prompt.json``, LongBench's own templates, typos included) and BABILong's
+``DEFAULT_PROMPTS`` / ``DEFAULT_TEMPLATE`` (``babilong/prompts.py``), each with the default CoT
+setting of ReadBench (CoT for the multiple-choice sets, none for BABILong and LongBench).
+
+Beyond the original (``readbench_std_*``): BABILong and LongBench contexts rendered and packed to
+the standard 8k..128k budgets with the unified counter, pages being the units:
+
+* BABILong: the context of the same nominal length is rendered, and pages are dropped evenly from
+  both ends (``truncate_even``) while every page holding a bAbI fact is kept. Facts are the
+  sentences of the sample's 0k twin (same task, same row: BABILong builds every length from the
+  same bAbI samples; a twin whose question or target differ is reported and skipped).
+* LongBench: the middle of the context is dropped (LongBench's own truncation keeps the head and
+  the tail): pages are offered to ``fill`` alternately from the start and the end. A context too
+  short to reach the budget is not padded with other samples' text; it is skipped and counted.
+"""
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Optional, Sequence
+
+from mmlbdata.lengths import LENGTH_KEYS, BudgetError, Packed, fill, length_tokens, truncate_even
+from mmlbdata.media.pages import DEFAULT_PPI, PageSettings, TextLayout, layout_text, render_text_pages
+from mmlbdata.schema import make_example
+from mmlbdata.seeding import stable_seed
+from mmlbdata.sources import readbench as src
+from mmlbdata.tokens import IMAGE_PLACEHOLDER
+
+from .base import MMLBBuilder, MMLBConfig
+
+SAMPLE_SEED = 42
+PER_GROUP = 35
+PPI_VARIANTS = (150,)
+ORIGINAL_BABILONG_LENGTHS = ("0k", "1k", "2k", "4k", "8k")
+LONGBENCH_BINS = (512, 1024, 2048, 4096, 8192)
+METRICS = {"mc": "readbench_mc", "babilong": "babilong", "longbench": "longbench_f1"}
+
+# -- prompts ----------------------------------------------------------------------------------------
+
+MMLU_HEAD = ("The following are multiple-choice questions about {category}. The possible answers are "
+             "listed in the attached image.\n\nQuestion: {question}\nOptions:\n")
+MMLU_TAIL_COT = ('Think step by step and then output the answer in the format "The answer is (X)" at the '
+                 'end, where X is the letter associated with the correct answer.')
+GPQA_HEAD = "What is the correct answer to this question: {question}\n\nOptions:"
+GPQA_TAIL_COT = "Your answer must end with Answer: (LETTER). Let's think step by step: "
+
+BABILONG_TEMPLATE = "{instruction}\n{examples}\n{post_prompt}\n<context>\n{context}\n</context>\nQuestion: {question}"
+BABILONG_PROMPTS: dict[str, dict[str, str]] = {
+    "qa1": {
+        "instruction": "I will give you context with the facts about positions of different persons hidden in some "
+        "random text and a question. You need to answer the question based only on the information from the "
+        "facts. If a person was in different locations, use the latest location to answer the question.",
+        "examples": "<example>\nCharlie went to the hallway. Judith come back to the kitchen. Charlie travelled to "
+        "balcony. Where is Charlie?\nAnswer: The most recent location of Charlie is balcony.\n</example>\n\n"
+        "<example>\nAlan moved to the garage. Charlie went to the beach. Alan went to the shop. Rouse travelled "
+        "to balcony. Where is Alan?\nAnswer: The most recent location of Alan is shop.\n</example>",
+        "post_prompt": "Always return your answer in the following format: The most recent location of \u2019person\u2019 "
+        "is \u2019location\u2019. Do not write anything else after that. ",
+    },
+    "qa2": {
+        "instruction": "I give you context with the facts about locations and actions of different persons hidden in "
+        "some random text and a question.You need to answer the question based only on the information from the "
+        "facts.\nIf a person got an item in the first location and travelled to the second location the item is "
+        "also in the second location. If a person dropped an item in the first location and moved to the second "
+        "location the item remains in the first location.",
+        "examples": "<example>\nCharlie went to the kitchen. Charlie got a bottle. Charlie moved to the balcony. "
+        "Where is the bottle?\nAnswer: The bottle is in the balcony.\n</example>\n<example>\nAlan moved to the "
+        "garage. Alan got a screw driver. Alan moved to the kitchen. Where is the screw driver?\nAnswer: The "
+        "screw driver is in the kitchen.\n</example>",
+        "post_prompt": "Always return your answer in the following format: The \u2019item\u2019 is in \u2019location\u2019. "
+        "Do not write anything else after that.",
+    },
+    "qa3": {
+        "instruction": "I give you context with the facts about locations and actions of different persons hidden in "
+        "some random text and a question. You need to answer the question based only on the information from the "
+        "facts.\nIf a person got an item in the first location and travelled to the second location the item is "
+        "also in the second location. If a person dropped an item in the first location and moved to the second "
+        "location the item remains in the first location",
+        "examples": "<example>\nJohn journeyed to the bedroom.Mary grabbed the apple. Mary went back to the bathroom. "
+        "Daniel journeyed to the bedroom. Daniel moved to the garden. Mary travelled to the kitchen. Where was the "
+        "apple before the kitchen?\nAnswer: Before the kitchen the apple was in the bathroom.\n</example>\n"
+        "<example>\nJohn went back to the bedroom. John went back to the garden. John went back to the kitchen. "
+        "Sandra took the football. Sandra travelled to the garden. Sandra journeyed to the bedroom. Where was the "
+        "football before the bedroom?\nAnswer: Before the kitchen the football was in the garden.\n</example>",
+        "post_prompt": "Always return your answer in the following format: Before the $location_1& the $item$ was in "
+        "the $location_2$. Do not write anything else after that.",
+    },
+    "qa4": {
+        "instruction": "I will give you context with the facts about different people, their location and actions, "
+        "hidden in some random text and a question. You need to answer the question based only on the information "
+        "from the facts.",
+        "examples": "<example>\nThe hallway is south of the kitchen. The bedroom is north of the kitchen. What is the "
+        "kitchen south of?\nAnswer: bedroom\n</example>\n<example>\nThe garden is west of the bedroom. The bedroom "
+        "is west of the kitchen. What is west of the bedroom?\nAnswer: garden\n</example>",
+        "post_prompt": "Your answer should contain only one word - location. Do not write anything else after that.",
+    },
+    "qa5": {
+        "instruction": "I will give you context with the facts about locations and their relations hidden in some "
+        "random text and a question. You need to answer the question based only on the information from the facts.",
+        "examples": "<example>\nMary picked up the apple there. Mary gave the apple to Fred. Mary moved to the "
+        "bedroom. Bill took the milk there. Who did Mary give the apple to?\nAnswer: Fred\n</example>\n<example>\n"
+        "Jeff took the football there. Jeff passed the football to Fred. Jeff got the milk there. Bill travelled "
+        "to the bedroom. Who gave the football?\nAnswer: Jeff\n</example>\n<example>\nFred picked up the apple "
+        "there. Fred handed the apple to Bill. Bill journeyed to the bedroom. Jeff went back to the garden. What "
+        "did Fred give to Bill?\nAnswer: apple\n</example>",
+        "post_prompt": "Your answer should contain only one word. Do not write anything else after that. Do not "
+        "explain your answer.",
+    },
+    "qa6": {
+        "instruction": "I will give you context with the facts about people and their locations hidden in some random "
+        "text and a question. You need to answer the question based only on the information from the facts. If a "
+        "person was in different locations, use the latest location the person was in to answer the question.",
+        "examples": "<example>\nJohn travelled to the hallway. John travelled to the garden. Is John in the garden?\n"
+        "Answer: yes\n</example>\n<example>\nMary went to the office. Daniel journeyed to the hallway. Mary went "
+        "to the bedroom. Sandra went to the garden. Is Mary in the office?\nAnswer: no\n</example>\n",
+        "post_prompt": "Your answer should contain only one word - $yes$ or $no$. Do not write anything else after "
+        "that. Do not explain your answer.",
+    },
+    "qa7": {
+        "instruction": "I will give you context with the facts about people and objects they carry, hidden in some "
+        "random text and a question. You need to answer the question based only on the information from the facts.",
+        "examples": "<example>\nDaniel went to the bedroom. Daniel got the apple there. How many objects is Daniel "
+        "carrying?\nAnswer: one\n</example>\n<example>\nMary grabbed the apple there. Mary gave the apple to John. "
+        "How many objects is Mary carrying?\nAnswer: none\n</example>\n<example>\nSandra travelled to the hallway. "
+        "Sandra picked up the milk there. Sandra took the apple there. Mary travelled to the garden. How many "
+        "objects is Sandra carrying?\nAnswer: two\n</example>\n",
+        "post_prompt": "Your answer should contain only one word - $none$ or $number_of_objects$. Do not write "
+        "anything else after that. Do not explain your answer.",
+    },
+    "qa8": {
+        "instruction": "I will give you context with the facts about people and objects they carry, hidden in some "
+        "random text and a question. You need to answer the question based only on the information from the facts.",
+        "examples": "<example>\nSandra travelled to the garden. Mary grabbed the milk there. What is Mary carrying?\n"
+        "Answer: milk\n</example>\n<example>\nMary travelled to the kitchen. Sandra travelled to the office. John "
+        "travelled to the office. Sandra discarded the milk there. What is Sandra carrying?\nAnswer: nothing\n"
+        "</example>\n<example>\nDaniel grabbed the apple there. Mary went to the office. Daniel moved to the "
+        "garden. Daniel grabbed the milk there. Mary went to the kitchen. What is Daniel carrying?\nAnswer: "
+        "apple,milk\n</example>\n",
+        "post_prompt": "Your answer should contain only one or two words: $nothing$ or $object$ or $object_1$, "
+        "$object_2$. Do not write anything else. Do not explain your answer.",
+    },
+    "qa9": {
+        "instruction": "I will give you context with the facts about people and their locations hidden in some random "
+        "text and a question. You need to answer the question based only on the information from the facts. If a "
+        "person was in different locations, use the latest location the person was in to answer the question.",
+        "examples": "<example>\nJohn is not in the bathroom. Sandra is not in the bedroom. Is John in the bathroom?\n"
+        "Answer: no\n</example>\n<example>\nMary journeyed to the kitchen. John is in the bedroom. Sandra is not "
+        "in the garden. Is Mary in the kitchen?\nAnswer: yes\n</example>\n",
+        "post_prompt": "Your answer should contain only one word - $yes$ or $no$. Do not write anything else. Do not "
+        "explain your answer.",
+    },
+    "qa10": {
+        "instruction": "I will give you context with the facts about people and their locations hidden in some random "
+        "text and a question. You need to answer the question based only on the information from the facts. If a "
+        "person was in different locations, use the latest location the person was in to answer the question.",
+        "examples": "<example>\nBill is in the kitchen. Julie is either in the school or the cinema. Is Bill in the "
+        "bedroom?\nAnswer: no\n</example>\n<example>\nFred is in the bedroom. Mary is either in the school or the "
+        "cinema. Is Mary in the school?\nAnswer: maybe\n</example>\n<example>\nFred is either in the kitchen or "
+        "the park. Bill moved to the cinema. Is Bill in the cinema?\nAnswer: yes\n</example>\n<context>\n",
+        "post_prompt": "Your answer should contain only one word - $yes$ or $no$ or $maybe$. Do not write anything "
+        "else. Do not explain your answer.",
+    },
+}
+
+LONGBENCH_TEMPLATES = {
+    "narrativeqa": "You are given a story, which can be either a novel or a movie script, and a question. Answer the "
+    "question asconcisely as you can, using a single phrase if possible. Do not provide any explanation.\n\n"
+    "Story: {context}\n\nNow, answer the question based on the story asconcisely as you can, using a single phrase "
+    "if possible. Do not provide any explanation.\n\nQuestion: {input}\n\nAnswer:",
+    "hotpotqa": "Answer the question based on the given passages. Only give me the answer and do not output any other "
+    "words.\n\nThe following are given passages.\n{context}\n\nAnswer the question based on the given passages. "
+    "Only give me the answer and do not output any other words.\n\nQuestion: {input}\nAnswer:",
+    "2wikimqa": "Answer the question based on the given passages. Only give me the answer and do not output any other "
+    "words.\n\nThe following are given passages.\n{context}\n\nAnswer the question based on the given passages. "
+    "Only give me the answer and do not output any other words.\n\nQuestion: {input}\nAnswer:",
+    "triviaqa": "Answer the question based on the given passage. Only give me the answer and do not output any other "
+    "words. The following are some examples.\n\n{context}\n\n{input}",
+}
+
+
+def split_template(template: str, **fields: str) -> tuple[str, str]:
+    """The text before and after ``{context}``, other fields filled in (braces in values kept)."""
+    before, after = template.split("{context}")
+    fill_in = lambda part: re.sub(r"\{(\w+)\}", lambda m: fields[m.group(1)], part)  # noqa: E731
+    return fill_in(before), fill_in(after)
+
+
+def with_pages(before: str, num_pages: int, after: str) -> str:
+    """The prompt with one ``<image>`` per page where the context was (no separator added)."""
+    return before + IMAGE_PLACEHOLDER * num_pages + after
+
+
+def babilong_prompt_parts(task: str, question: str) -> tuple[str, str]:
+    return split_template(BABILONG_TEMPLATE, question=question, **BABILONG_PROMPTS[task])
+
+
+def longbench_prompt_parts(subset: str, question: str) -> tuple[str, str]:
+    base = subset[:-2] if subset.endswith("_e") else subset
+    return split_template(LONGBENCH_TEMPLATES[base], input=question)
+
+
+def mc_prompt_parts(record: src.MCRecord) -> tuple[str, str]:
+    if record.source == "gpqa":
+        return GPQA_HEAD.format(question=record.question), GPQA_TAIL_COT
+    category = record.category.replace("_", " ")
+    return MMLU_HEAD.format(category=category, question=record.question), MMLU_TAIL_COT
+
+
+def options_text(options: Sequence[str]) -> str:
+    """The text of the options image: "A. ..." one per line."""
+    return "\n".join(f"{src.LETTERS[i]}. {option}" for i, option in enumerate(options))
+
+
+# -- sampling ---------------------------------------------------------------------------------------
+
+def sample_per_group(items: Iterable[Any], key, k: int = PER_GROUP, seed: int = SAMPLE_SEED) -> list[Any]:
+    """``k`` items per group (sorted group names), each drawn with a fresh ``random.Random(seed)``.
+
+    Within a group the draw keeps the sample's order of ``random.sample`` (the original's); a
+    group smaller than ``k`` is taken whole, in source order.
+    """
+    groups: dict[str, list[Any]] = defaultdict(list)
+    for item in items:
+        groups[key(item)].append(item)
+    out = []
+    for name in sorted(groups):
+        members = groups[name]
+        out.extend(random.Random(seed).sample(members, k) if len(members) > k else members)
+    return out
+
+
+def shuffle_gpqa(record: src.MCRecord) -> tuple[tuple[str, ...], str, list[int]]:
+    """Options shuffled with a seed from a stable hash of the record id; the new answer letter."""
+    order = list(range(len(record.options)))
+    random.Random(stable_seed("gpqa", record.extra.get("record_id", record.id))).shuffle(order)
+    options = tuple(record.options[i] for i in order)
+    return options, src.LETTERS[order.index(0)], order
+
+
+def longbench_bin(words: int) -> Optional[str]:
+    """``"1024-2048"`` for 1500 words; None outside 512..8191."""
+    for low, high in zip(LONGBENCH_BINS, LONGBENCH_BINS[1:]):
+        if low <= words < high:
+            return f"{low}-{high}"
+    return None
+
+
+# -- BABILong facts ---------------------------------------------------------------------------------
+
+def fact_sentences(zero_k_input: str) -> list[str]:
+    """The bAbI facts of a sample: the sentences of its 0k (noise-free) input."""
+    return [s.strip() for s in re.split(r"(?<=[.!?])\s+", zero_k_input) if s.strip()]
+
+
+def fact_word_indices(context: str, facts: Sequence[str]) -> Optional[list[int]]:
+    """Word index in ``context`` where each fact starts (in order), or None if one is absent."""
+    starts, position = [], 0
+    for fact in facts:
+        found = context.find(fact, position)
+        if found < 0:
+            return None
+        starts.append(len(context[:found].split()))
+        position = found + len(fact)
+    return starts
+
+
+def pages_of_words(layout: TextLayout, word_indices: Iterable[int]) -> list[int]:
+    """Page index holding each word index (by the layout's per-page word counts)."""
+    bounds, total = [], 0
+    for count in layout.words_per_page():
+        total += count
+        bounds.append(total)
+    import bisect
+
+    return sorted({min(bisect.bisect_right(bounds, w), len(bounds) - 1) for w in word_indices})
+
+
+def middle_out_order(n: int) -> list[int]:
+    """Page indices alternately from the start and the end: 0, n-1, 1, n-2, ..."""
+    order, lo, hi = [], 0, n - 1
+    while lo <= hi:
+        order.append(lo)
+        if hi != lo:
+            order.append(hi)
+        lo, hi = lo + 1, hi - 1
+    return order
+
+
+# -- configs ----------------------------------------------------------------------------------------
+
+def _ppi_suffix(ppi: float) -> str:
+    return "" if ppi == DEFAULT_PPI else f"_{int(ppi) if float(ppi).is_integer() else ppi}ppi"
+
+
+def _config(name: str, dataset: str, metric: str, sources: Sequence[str], length: Optional[int] = None,
+            **options: Any) -> MMLBConfig:
+    return MMLBConfig(name=name, dataset=dataset, length=length, metric=metric, sources=sources,
+                      options=options, description=f"ReadBench {name}")
+
+
+def original_configs(ppi: float = DEFAULT_PPI) -> list[MMLBConfig]:
+    s = _ppi_suffix(ppi)
+    configs = [_config(f"readbench_{key}{s}", f"readbench_{key}", METRICS["mc"], (key,), kind="mc", source=key,
+                       ppi=ppi) for key in ("mmlu_pro", "mmlu_redux", "gpqa")]
+    configs += [_config(f"readbench_babilong_{task}_{length}{s}", "readbench_babilong", METRICS["babilong"],
+                        ("babilong",), kind="babilong", task=task, source_length=length, ppi=ppi)
+                for task in src.BABILONG_TASKS for length in ORIGINAL_BABILONG_LENGTHS]
+    configs += [_config(f"readbench_longbench_{subset}{s}", "readbench_longbench", METRICS["longbench"],
+                        ("longbench",), kind="longbench", subset=subset, ppi=ppi)
+                for subset in src.LONGBENCH_SUBSETS]
+    return configs
+
+
+def standardized_configs() -> list[MMLBConfig]:
+    configs = [_config(f"readbench_std_babilong_{task}_{key}", "readbench_std_babilong", METRICS["babilong"],
+                       ("babilong",), length=length_tokens(key), kind="std_babilong", task=task,
+                       source_length=key, ppi=DEFAULT_PPI)
+               for task in src.BABILONG_TASKS for key in LENGTH_KEYS]
+    configs += [_config(f"readbench_std_longbench_{subset}_{key}", "readbench_std_longbench",
+                        METRICS["longbench"], ("longbench",), length=length_tokens(key), kind="std_longbench",
+                        subset=subset, ppi=DEFAULT_PPI)
+                for subset in src.LONGBENCH_SUBSETS for key in LENGTH_KEYS]
+    return configs
+
+
+class ReadBench(MMLBBuilder):
+    """ReadBench's five sources with contexts as page images, plus standardized-length variants."""
+
+    DESCRIPTION = ("ReadBench: text benchmarks whose context is shown as A4 page images (Helvetica 12 pt, "
+                   "92.9 PPI) while instructions and questions stay text.")
+    HOMEPAGE = "https://github.com/answerdotai/ReadBench"
+    LICENSE = "per source: MMLU-Pro MIT, MMLU-Redux CC BY 4.0, GPQA CC BY 4.0, BABILong Apache-2.0, LongBench MIT"
+    CITATION = ("@article{clavie2025readbench, title={ReadBench: Measuring the Dense Text Visual Reading Ability "
+                "of Vision-Language Models}, author={Clavi\u00e9, Benjamin and Brand, Florian}, "
+                "journal={arXiv preprint arXiv:2505.19091}, year={2025}}")
+    SOURCES = dict(src.LAYOUTS)
+    BUILDER_CONFIGS = original_configs() + [c for p in PPI_VARIANTS for c in original_configs(p)] + \
+        standardized_configs()
+
+    # -- plumbing ---------------------------------------------------------------------------------
+    def source_root(self, key: str) -> Optional[Path]:
+        """The local folder of ``key``, or None to read the Hub (a source may be omitted)."""
+        return self.source(key) if key in self.sources else None
+
+    @property
+    def settings(self) -> PageSettings:
+        return PageSettings(ppi=float(self.option("ppi", DEFAULT_PPI)))
+
+    def render(self, text: str, layout: Optional[TextLayout] = None, which: Optional[Sequence[int]] = None,
+               where: str = "") -> list:
+        def on_replaced(replaced: dict[str, int]) -> None:
+            tally = self.__dict__.setdefault("_replaced", {"count": 0, "first": [], "chars": Counter()})
+            tally["count"] += 1
+            tally["first"] = (tally["first"] + [where])[:5]  # bounded memory on dirty sources
+            tally["chars"].update(replaced)
+
+        return render_text_pages(self.store, text, settings=self.settings, layout=layout, which=which,
+                                 on_replaced=on_replaced)
+
+    def _capped(self, rows: Iterable[dict]) -> Iterator[dict]:
+        for count, row in enumerate(rows):
+            if self.limit is not None and count >= self.limit:
+                return
+            yield row
+
+    def generate(self) -> Iterator[dict]:
+        kind = self.option("kind")
+        makers = {"mc": self.generate_mc, "babilong": self.generate_babilong, "longbench": self.generate_longbench,
+                  "std_babilong": self.generate_std_babilong, "std_longbench": self.generate_std_longbench}
+        try:
+            yield from self._capped(makers[kind]())
+        finally:
+            self.report_replaced()
+
+    def report_replaced(self) -> None:
+        """One note for the whole build: which records had characters no font draws (shown as \u00a4)."""
+        tally = self.__dict__.pop("_replaced", None)
+        if not tally:
+            return
+        chars = tally["chars"]
+        shown = ", ".join(f"U+{ord(c):04X} x{n}" for c, n in chars.most_common(8))
+        self.report.note(f"{self.config.name}: {tally['count']} record(s) have {sum(chars.values())} character(s) "
+                         f"no font draws, shown as \u00a4 ({shown}); first: {', '.join(tally['first'])}")
+
+    def example(self, *, id: str, before: str, pages: list, after: str, question: str, answers: Sequence[str],
+                meta: dict, context: str, num_tokens: Optional[int] = None) -> dict:
+        """One row; ``meta.context`` keeps the rendered text so a text-only run can put it back
+        where the ``<image>`` run stands (ReadBench compares the two)."""
+        prompt = with_pages(before, len(pages), after)
+        if num_tokens is None:
+            num_tokens = self.counter.example(prompt, pages)
+        meta = {"ppi": self.settings.ppi, "num_pages": len(pages), "context": context, **meta}
+        return make_example(id=id, dataset=self.config.dataset, length=self.length or 0, num_tokens=num_tokens,
+                            prompt=prompt, images=pages, question=question, answers=answers,
+                            metric=self.config.metric, meta=meta)
+
+    # -- multiple choice --------------------------------------------------------------------------
+    def mc_records(self) -> list[src.MCRecord]:
+        key = self.option("source")
+        root = self.source_root(key)
+        if key == "gpqa":
+            return list(src.read_gpqa(root, self.report))
+        reader = src.read_mmlu_pro if key == "mmlu_pro" else src.read_mmlu_redux
+        return sample_per_group(reader(root, self.report), key=lambda r: r.category,
+                                seed=int(self.option("sample_seed", SAMPLE_SEED)))
+
+    def generate_mc(self) -> Iterator[dict]:
+        for record in self.mc_records():
+            options, answer, extra = record.options, record.answer, {}
+            if record.source == "gpqa":
+                options, answer, order = shuffle_gpqa(record)
+                extra = {"option_order": order}
+            before, after = mc_prompt_parts(record)
+            context = options_text(options)
+            pages = self.render(context, where=record.id)
+            yield self.example(id=record.id, before=before, pages=pages, after=after, question=record.question,
+                               context=context,
+                               answers=[answer], meta={"source": record.source, "category": record.category,
+                                                       "options": list(options), **extra,
+                                                       **{k: v for k, v in record.extra.items() if v is not None}})
+
+    # -- BABILong ---------------------------------------------------------------------------------
+    def babilong_sample(self, task: str, length: str) -> list[src.BabilongRecord]:
+        records = list(src.read_babilong(self.source_root("babilong"), self.report, task, length))
+        return sample_per_group(records, key=lambda r: r.task, seed=int(self.option("sample_seed", SAMPLE_SEED)))
+
+    def generate_babilong(self) -> Iterator[dict]:
+        task, length = self.option("task"), self.option("source_length")
+        for record in self.babilong_sample(task, length):
+            before, after = babilong_prompt_parts(task, record.question)
+            pages = self.render(record.input, where=record.id)
+            yield self.example(id=record.id, before=before, pages=pages, after=after, question=record.question,
+                               context=record.input,
+                               answers=[record.target], meta={"task": task, "length_bin": length,
+                                                              "index": record.index})
+
+    def generate_std_babilong(self) -> Iterator[dict]:
+        task, length = self.option("task"), self.option("source_length")
+        twins = {r.index: r for r in src.read_babilong(self.source_root("babilong"), self.report, task, "0k")}
+        longer = [key for key in src.BABILONG_LENGTHS if src.babilong_length_tokens(key) > src.babilong_length_tokens(length)]
+        for record in self.babilong_sample(task, length):
+            twin = twins.get(record.index)
+            if twin is None or (twin.question, twin.target) != (record.question, record.target):
+                self.report.skip(f"babilong {task}/{length}", record.index,
+                                 "no 0k twin with the same question and target: its facts cannot be located")
+                continue
+            row = self.std_babilong_row(record, fact_sentences(twin.input), longer)
+            if row is not None:
+                yield row
+
+    def std_babilong_row(self, record: src.BabilongRecord, facts: list[str], longer: list[str]) -> Optional[dict]:
+        """The record packed to the budget; a context that falls short is replaced by the same
+        sample at the next BABILong length (rendered text takes fewer tokens than plain text)."""
+        where = f"babilong {record.task}/{record.length}"
+        before, after = babilong_prompt_parts(record.task, record.question)
+        candidate, tried = record, []
+        while candidate is not None:
+            tried.append(candidate.length)
+            starts = fact_word_indices(candidate.input, facts)
+            if starts is None:
+                self.report.skip(where, record.index, f"a fact of the 0k twin is not in the {candidate.length} context")
+                return None
+            layout = layout_text(candidate.input, self.settings)
+            fact_pages = pages_of_words(layout, starts)
+            try:
+                packed = self.pack_pages(layout, before, after, lambda measure: truncate_even(
+                    range(len(layout)), self.length, measure, required=fact_pages))
+            except BudgetError as err:
+                self.report.skip(where, record.index, f"{self.config.name}: the pages holding the facts do not fit ({err})")
+                return None
+            if not packed.exhausted:
+                meta = {"task": record.task, "length_bin": self.config.name.rsplit("_", 1)[-1],
+                        "source_length": candidate.length, "index": record.index, "fact_pages": fact_pages}
+                return self.packed_example(record.id, layout, before, after, record.question, [record.target],
+                                           packed, meta)
+            candidate = self.babilong_at(record, longer[len(tried) - 1]) if len(tried) <= len(longer) else None
+        self.report.skip(where, record.index, f"{self.config.name}: the context is shorter than {self.length} tokens "
+                                              f"at every BABILong length tried ({', '.join(tried)})")
+        return None
+
+    def babilong_at(self, record: src.BabilongRecord, length: str) -> Optional[src.BabilongRecord]:
+        """The same sample (task, row) at another BABILong length, if that file exists and agrees."""
+        cache = self.__dict__.setdefault("_babilong_cache", {})
+        key = (record.task, length)
+        if key not in cache:
+            try:
+                cache[key] = {r.index: r for r in src.read_babilong(self.source_root("babilong"), self.report,
+                                                                     record.task, length)}
+            except FileNotFoundError as err:
+                self.report.note(f"{self.config.name}: {err}")
+                cache[key] = {}
+        other = cache[key].get(record.index)
+        if other is None or (other.question, other.target) != (record.question, record.target):
+            return None
+        return other
+
+    # -- LongBench --------------------------------------------------------------------------------
+    def generate_longbench(self) -> Iterator[dict]:
+        subset = self.option("subset")
+        binned = []
+        for record in src.read_longbench(self.source_root("longbench"), self.report, subset):
+            label = longbench_bin(record.length)
+            if label is not None:
+                binned.append((label, record))
+        seed = int(self.option("sample_seed", SAMPLE_SEED))
+        by_bin_start = lambda item: int(item[0].split("-")[0])  # noqa: E731 (bins in length order)
+        for label, record in sample_per_group(binned, key=by_bin_start, seed=seed):
+            before, after = longbench_prompt_parts(subset, record.input)
+            pages = self.render(record.context, where=record.id)
+            yield self.example(id=record.id, before=before, pages=pages, after=after, question=record.input,
+                               context=record.context,
+                               answers=list(record.answers),
+                               meta={"subset": subset, "length_bin": label, "words": record.length,
+                                     "all_classes": list(record.all_classes or [])})
+
+    def generate_std_longbench(self) -> Iterator[dict]:
+        subset = self.option("subset")
+        records = list(src.read_longbench(self.source_root("longbench"), self.report, subset))
+        random.Random(int(self.option("sample_seed", SAMPLE_SEED))).shuffle(records)
+        made, short = 0, 0
+        for record in records:
+            if made >= PER_GROUP:
+                break
+            before, after = longbench_prompt_parts(subset, record.input)
+            layout = layout_text(record.context, self.settings)
+            order = middle_out_order(len(layout))
+            packed = self.pack_pages(layout, before, after, lambda measure: fill(order, self.length, measure))
+            if packed.exhausted:
+                short += 1
+                continue
+            yield self.packed_example(record.id, layout, before, after, record.input, list(record.answers), packed,
+                                      {"subset": subset, "length_bin": self.config.name.rsplit("_", 1)[-1],
+                                       "words": record.length, "all_classes": list(record.all_classes or [])})
+            made += 1
+        if short:
+            self.report.note(f"{self.config.name}: {short} LongBench context(s) too short to reach "
+                             f"{self.length} tokens were passed over")
+
+    # -- packing pages ----------------------------------------------------------------------------
+    def pack_pages(self, layout: TextLayout, before: str, after: str, pack) -> Packed:
+        """``pack(measure)`` over page indices, measuring exact tokens from the layout's page sizes."""
+        text_tokens: dict[int, int] = {}
+
+        def measure(selection: Sequence[int]) -> int:
+            n = len(selection)
+            if n not in text_tokens:
+                text_tokens[n] = self.counter.text(with_pages(before, n, after))
+            return text_tokens[n] + self.counter.images(layout.sizes[i] for i in selection)
+
+        return pack(measure)
+
+    def packed_example(self, id: str, layout: TextLayout, before: str, after: str, question: str,
+                       answers: list[str], packed: Packed, meta: dict) -> dict:
+        """The example of the packed pages; only the kept pages are rasterized."""
+        kept = sorted(packed.items)
+        pages = self.render(layout.text, layout=layout, which=kept, where=id)
+        context = "\n".join(line for i in kept for line in layout.pages[i])  # the kept text, as laid out
+        return self.example(id=f"{id}_{self.config.name.rsplit('_', 1)[-1]}", before=before, pages=pages,
+                            after=after, question=question, answers=answers, num_tokens=packed.num_tokens,
+                            context=context,
+                            meta={**meta, "source_pages": len(layout), "kept_pages": kept,
+                                  "next_num_tokens": packed.next_num_tokens})

@@ -1,0 +1,190 @@
+"""Length control for document QA: page lists truncated or padded to a token budget.
+
+MMLongBench's procedure for its DocVQA configs (MMLongBench-Doc, LongDocURL, SlideVQA):
+
+* a document longer than the budget is **truncated evenly from both ends**, keeping every answer
+  page (``lengths.truncate_even`` with the answer pages required);
+* a shorter one is **padded alternately on the left and on the right** with whole other documents
+  (drawn in a seeded random order, never the question's own), and the pages of the last padding
+  document are truncated from its end (``lengths.fill``) so that the next page would exceed the
+  budget.
+
+Every page is introduced as ``Document {doc_id:.15}: <image>``; pages are joined by blank lines.
+Everything here works on ``(doc_id, page_index)`` pairs and an exact ``measure`` callback, so it
+knows nothing of files, renderers or benchmarks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+from .lengths import BudgetError, fill, truncate_even
+from .tokens import IMAGE_PLACEHOLDER
+
+DOCQA_TEMPLATE = (
+    "You are given a document with text and images, and a question. Answer the question as "
+    "concisely as you can, using a single phrase or sentence if possible. If the question cannot "
+    "be answered based on the information in the article, write 'Not answerable.' Write your "
+    "answer in the following format:\nAnswer: [answer]\n\n{context}\n\nQuestion: {question}"
+)
+PAGE_INTRO = "Document {doc_id:.15}: " + IMAGE_PLACEHOLDER
+QUESTION_PREFIX = "Based on Document {doc_id:.15}, answer the following question. "
+
+Page = tuple[str, int]  # (doc_id, 0-based page index in that document)
+
+
+def docqa_question(doc_id: str, question: str) -> str:
+    """The question as the prompt states it, naming the document it is about."""
+    return QUESTION_PREFIX.format(doc_id=doc_id) + question
+
+
+def docqa_prompt(pages: Sequence[Page], question: str) -> str:
+    """The full prompt: template, one introduced ``<image>`` per page, the (prefixed) question."""
+    context = "\n\n".join(PAGE_INTRO.format(doc_id=doc_id) for doc_id, _ in pages)
+    return DOCQA_TEMPLATE.format(context=context, question=question)
+
+
+def page_measure(sizes, counter, question: str) -> Callable[[list[Page]], int]:
+    """Exact token count of the example built from a page list.
+
+    ``sizes`` answers ``size(doc_id, page_index) -> (w, h)`` (a ``DocCorpus``); the text of the
+    whole prompt is counted each time, because tokenization is not additive across joins.
+    """
+
+    def measure(pages: list[Page]) -> int:
+        text = counter.text(docqa_prompt(pages, question))
+        return text + sum(counter.image(*sizes.size(doc_id, i)) for doc_id, i in pages)
+
+    return measure
+
+
+@dataclass(frozen=True)
+class PageSelection:
+    """The pages of one example and both numbers of the budget invariant."""
+
+    pages: list[Page]
+    num_tokens: int
+    next_num_tokens: int | None
+    padding_docs: list[str]  # in the order they were drawn
+    truncated: bool  # True when the question's own document was cut
+
+    @property
+    def exhausted(self) -> bool:
+        return self.next_num_tokens is None
+
+
+def select_pages(
+    doc_id: str,
+    num_pages: Mapping[str, int],
+    answer_pages: Sequence[int],
+    budget: int,
+    measure: Callable[[list[Page]], int],
+    padding_order: Sequence[str],
+) -> PageSelection:
+    """Pages of ``doc_id`` fitted to ``budget``: truncated evenly, or padded with other documents.
+
+    ``num_pages`` gives every usable document's page count; ``padding_order`` is the seeded draw
+    order of the other documents; ``measure`` counts a whole example built from a page list.
+    Raises :class:`BudgetError` when the answer pages alone do not fit.
+    """
+    own = [(doc_id, i) for i in range(num_pages[doc_id])]
+    required = sorted({p for p in answer_pages if 0 <= p < len(own)})
+    total = measure(own)
+    if total > budget:
+        # Without answer pages (unanswerable questions) the cut is still even: about the middle.
+        anchor = required or [len(own) // 2]
+        packed = truncate_even(own, budget, measure, required=anchor)
+        return PageSelection(packed.items, packed.num_tokens, packed.next_num_tokens, [], True)
+    return _pad(doc_id, own, total, num_pages, budget, measure, padding_order)
+
+
+def _pad(doc_id, own, total, num_pages, budget, measure, padding_order) -> PageSelection:
+    left: list[list[Page]] = []  # nearest the question's document first
+    right: list[list[Page]] = []
+    drawn: list[str] = []
+
+    def assemble(extra: list[Page] | None = None, on_left: bool = True) -> list[Page]:
+        lefts = left + ([extra] if extra is not None and on_left else [])
+        rights = right + ([extra] if extra is not None and not on_left else [])
+        return [p for doc in reversed(lefts) for p in doc] + own + [p for doc in rights for p in doc]
+
+    for other in padding_order:
+        if other == doc_id or not num_pages.get(other):
+            continue
+        on_left = len(left) <= len(right)
+        pages = [(other, i) for i in range(num_pages[other])]
+        whole = measure(assemble(pages, on_left))
+        if whole <= budget:
+            (left if on_left else right).append(pages)
+            drawn.append(other)
+            total = whole
+            continue
+        packed = fill(pages, budget, lambda sel: measure(assemble(sel, on_left)))
+        if packed.items:
+            (left if on_left else right).append(packed.items)
+            drawn.append(other)
+        return PageSelection(assemble(), packed.num_tokens, packed.next_num_tokens, drawn, False)
+    return PageSelection(assemble(), total, None, drawn, False)
+
+
+def fit_example(builder, question, corpus, where, *, answers=None, extra_meta=None) -> dict | None:
+    """One length-controlled example of ``question`` for ``builder``, or None (skip reported).
+
+    ``builder`` supplies ``config`` (dataset, metric, name), ``length``, ``seed``, ``counter``,
+    ``store``, ``report`` and ``num_proc``; ``corpus`` is the source's ``DocCorpus``; ``where``
+    names the source in skip messages. Padding documents are drawn with a seed that does not
+    depend on the length, so every length of a question pads from the same order.
+    """
+    from .media.pdf import PdfError
+    from .schema import make_example
+    from .seeding import rng
+    from .store import BadImageError
+
+    name = builder.config.name
+    if not corpus.get(question.doc_id):
+        reason = corpus.errors.get(question.doc_id, "document has no usable page")
+        builder.report.skip(where, question.qid, f"{name}: {reason}")
+        return None
+    text = docqa_question(question.doc_id, question.question)
+    order = corpus.ids()
+    rng(builder.seed, builder.config.dataset, question.qid, "padding").shuffle(order)
+    try:
+        selection = select_pages(question.doc_id, corpus, question.answer_pages, builder.length,
+                                 page_measure(corpus, builder.counter, text), order)
+    except BudgetError as exc:
+        builder.report.skip(where, question.qid, f"{name}: answer pages do not fit: {exc}")
+        return None
+    if selection.exhausted:
+        builder.report.skip(where, question.qid, f"{name}: all {len(order)} documents fill only "
+                            f"{selection.num_tokens} of {builder.length} tokens")
+        return None
+    try:
+        images = corpus.images(builder.store, selection.pages, builder.num_proc)
+    except (PdfError, BadImageError) as exc:
+        builder.report.skip(where, question.qid, f"{name}: {exc}")
+        return None
+    return make_example(
+        id=f"{builder.config.dataset}_{question.qid}", dataset=builder.config.dataset,
+        length=builder.length, num_tokens=selection.num_tokens,
+        prompt=docqa_prompt(selection.pages, text), images=images, question=text,
+        answers=answers if answers is not None else question.answers(),
+        metric=builder.config.metric, meta={**docqa_meta(question, selection), **(extra_meta or {})})
+
+
+def docqa_meta(question, selection: PageSelection) -> dict:
+    """What the scorer and the tests need to know about one example."""
+    extra_keys = ("doc_type", "question_type", "task_tag", "reasoning_type", "answer_type",
+                  "arithmetic_expression", "split")
+    return {
+        "source": question.source, "source_id": question.qid, "doc_id": question.doc_id,
+        "pages": [[doc_id, index] for doc_id, index in selection.pages],
+        "answer_pages": list(question.answer_pages), "padding_docs": list(selection.padding_docs),
+        "answer_format": question.answer_format,
+        "evidence_sources": list(question.evidence_sources), "truncated": selection.truncated,
+        "next_num_tokens": selection.next_num_tokens, "flags": list(question.flags),
+        **{key: question.raw[key] for key in extra_keys if key in question.raw},
+    }
+
+
+__all__ = ["BudgetError", "DOCQA_TEMPLATE", "Page", "PageSelection", "docqa_prompt",
+           "docqa_question", "fit_example", "page_measure", "select_pages"]

@@ -1,0 +1,202 @@
+"""Score a predictions JSONL against a built config: the engine behind ``mmlb eval``.
+
+Predictions: one JSON object per line, ``{"id": ..., "config": ..., "prediction": "..."}``
+(extra keys kept). Bad lines, unknown ids, duplicates and missing predictions are reported,
+never fatal. Examples are read without their images (nothing is decoded).
+"""
+from __future__ import annotations
+
+import json
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from .metrics import get_metric
+from .metrics.common import meta_of
+from .metrics.registry import ScoreResult, mean
+
+log = logging.getLogger(__name__)
+
+EXAMPLE_COLUMNS = ("id", "dataset", "length", "num_tokens", "question", "answers", "metric", "meta")
+
+
+@dataclass
+class Predictions:
+    rows: dict[str, dict[str, dict]] = field(default_factory=dict)  # config ("" = any) -> id -> row
+    malformed: list[dict] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)
+
+    def configs(self) -> list[str]:
+        return sorted(c for c in self.rows if c)
+
+    def for_config(self, config: str) -> dict[str, dict]:
+        merged = dict(self.rows.get("", {}))
+        merged.update(self.rows.get(config, {}))
+        return merged
+
+
+def read_predictions(path: str | Path) -> Predictions:
+    """Parse the JSONL; a line that is not an object with a string ``id`` and a string
+    ``prediction`` is recorded in ``malformed`` with its line number and why."""
+    preds = Predictions()
+    with open(path, encoding="utf-8") as f:
+        for line_no, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                preds.malformed.append({"line": line_no, "error": f"not JSON: {exc.msg}"})
+                continue
+            if not isinstance(row, dict) or "id" not in row:
+                preds.malformed.append({"line": line_no, "error": "no 'id' key"})
+                continue
+            if not isinstance(row.get("prediction"), str):
+                preds.malformed.append({"line": line_no, "error": "'prediction' missing or not a string"})
+                continue
+            config, ident = str(row.get("config") or ""), str(row["id"])
+            bucket = preds.rows.setdefault(config, {})
+            if ident in bucket:
+                preds.duplicates.append(ident)
+            bucket[ident] = row
+    return preds
+
+
+def load_examples(data_dir: str | Path, config: str) -> list[dict]:
+    """The config's test split as plain dicts, without the ``images`` column.
+
+    Streamed straight from the parquet files: the non-streaming loader caches an Arrow copy
+    keyed by folder *name* and config, so a rebuilt folder of the same name would be read
+    stale (and images would be copied for nothing).
+    """
+    import datasets
+
+    ds = datasets.load_dataset(str(data_dir), config, split="test", streaming=True)
+    names = ds.column_names or list(ds.features or [])
+    ds = ds.select_columns([c for c in names if c in EXAMPLE_COLUMNS])
+    return [dict(row) for row in ds]
+
+
+def _length_key(length) -> tuple[int, int, str]:
+    """Sort key: "8k" < "16k" < "128k" < 200000 < other labels (alphabetical)."""
+    import re
+
+    text = str(length)
+    match = re.fullmatch(r"(\d+)([kK]?)", text)
+    if not match:
+        return (1, 0, text)
+    return (0, int(match.group(1)) * (1024 if match.group(2) else 1), text)
+
+
+def length_label(length) -> str:
+    """8192 -> "8k" for the standard budgets; anything else as text."""
+    from mmlbdata.lengths import LENGTHS
+
+    names = {v: k for k, v in LENGTHS.items()}
+    try:
+        return names.get(int(length), str(length))
+    except (TypeError, ValueError):
+        return str(length)
+
+
+#: MMLongBench's five task categories by dataset-name prefix (meta["category"] wins)
+CATEGORIES = {
+    "vh_": "NIAH", "visual_haystack": "NIAH", "mm_niah": "NIAH", "mmniah": "NIAH", "mmneedle": "NIAH",
+    "infoseek": "VRAG", "viquae": "VRAG", "vrag": "VRAG",
+    "cars196": "ICL", "food101": "ICL", "sun397": "ICL", "inat2021": "ICL", "icl": "ICL",
+    "gov_report": "Summ", "govreport": "Summ", "multi_lexsum": "Summ",
+    "mmlongdoc": "DocVQA", "longdocurl": "DocVQA", "slidevqa": "DocVQA",
+}
+
+
+def category_of(example: dict) -> str:
+    """The example's task category for the report and the plot."""
+    explicit = meta_of(example).get("category")
+    if explicit:
+        return str(explicit)
+    dataset = str(example.get("dataset") or "unknown")
+    for prefix, category in CATEGORIES.items():
+        if dataset.lower().startswith(prefix):
+            return category
+    return dataset
+
+
+def _table(values: Iterable[tuple[str, float]]) -> dict:
+    """{key: {"score": mean, "n": count}}, keys in length order then alphabetical."""
+    groups = defaultdict(list)
+    for key, score in values:
+        groups[key].append(score)
+    return {k: {"score": mean(groups[k]), "n": len(groups[k])} for k in sorted(groups, key=_length_key)}
+
+
+def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_options: dict | None = None) -> dict:
+    """Score one config: per metric, aggregates; tables by category/length/meta groups;
+    per-example {id, score, parsed}; problems (unknown ids, missing predictions)."""
+    metric_options = metric_options or {}
+    by_id = {str(e["id"]): e for e in examples}
+    unknown = sorted(i for i in predictions if i not in by_id)
+    missing = sorted(i for i in by_id if i not in predictions)
+    scored: list[tuple[dict, ScoreResult]] = []
+    metrics_out, groups_out = {}, defaultdict(dict)
+    by_metric = defaultdict(list)
+    for ident, example in by_id.items():
+        if ident in predictions:
+            by_metric[example["metric"]].append(example)
+    for name, exs in sorted(by_metric.items()):
+        metric = get_metric(name, **metric_options.get(name, {}), **metric_options.get("*", {}))
+        results = metric.score_many([predictions[str(e["id"])]["prediction"] for e in exs], exs)
+        metrics_out[name] = metric.aggregate(results, exs)
+        scored.extend(zip(exs, results))
+        for key in metric.group_by:
+            pairs = [(str(meta_of(e)[key]), r.score) for e, r in zip(exs, results) if key in meta_of(e)]
+            if pairs:
+                groups_out[key] = _table(pairs)
+    cat_len = defaultdict(list)
+    for e, r in scored:
+        cat_len[(category_of(e), length_label(e.get("length")))].append(r.score)
+    return {
+        "n": len(scored),
+        "score": mean(r.score for _, r in scored),
+        "metrics": metrics_out,
+        "by_category": _table((category_of(e), r.score) for e, r in scored),
+        "by_length": _table((length_label(e.get("length")), r.score) for e, r in scored),
+        "by_category_length": {f"{c}|{l}": {"score": mean(v), "n": len(v)} for (c, l), v in sorted(cat_len.items())},
+        "groups": dict(groups_out),
+        "problems": {"unknown_ids": unknown, "missing_predictions": len(missing),
+                     "missing_ids": missing[:100]},
+        "examples": [{"id": str(e["id"]), "score": r.score, "parsed": r.parsed, **({"extra": r.extra} if r.extra else {})}
+                     for e, r in scored],
+    }
+
+
+def evaluate(predictions_path: str | Path, data_dir: str | Path, configs: list[str] | None = None,
+             metric_options: dict | None = None) -> dict:
+    """Score every requested config (default: the configs named in the predictions)."""
+    preds = read_predictions(predictions_path)
+    configs = configs or preds.configs()
+    if not configs:
+        raise ValueError(f"{predictions_path}: no 'config' in the predictions; pass --config")
+    report = {"predictions": str(predictions_path), "data": str(data_dir), "configs": {},
+              "problems": {"malformed_lines": preds.malformed, "duplicate_ids": sorted(set(preds.duplicates))}}
+    named = set(preds.configs())
+    other = sorted(named - set(configs))
+    if other:
+        report["problems"]["other_configs"] = other
+    by_dataset: dict[str, list[float]] = defaultdict(list)
+    for config in configs:
+        examples = load_examples(data_dir, config)
+        result = evaluate_config(examples, preds.for_config(config), metric_options)
+        report["configs"][config] = result
+        datasets_of = {str(e["id"]): str(e.get("dataset")) for e in examples}
+        for row in result["examples"]:
+            by_dataset[datasets_of[row["id"]]].append(row["score"])
+    per_dataset = {k: mean(v) for k, v in sorted(by_dataset.items())}
+    report["overall"] = {
+        "mean_over_configs": mean(r["score"] for r in report["configs"].values()),
+        "by_dataset": per_dataset,
+        # ReadBench's overall number: every source dataset weighs the same
+        "mean_over_datasets": mean(per_dataset.values()),
+    }
+    return report

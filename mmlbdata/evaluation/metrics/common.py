@@ -1,0 +1,42 @@
+"""Helpers every family module uses: gold answers, meta, the raw-vs-parsed max rule."""
+from __future__ import annotations
+
+import json
+from typing import Callable
+
+from .registry import ScoreResult
+from ..parse import candidates
+
+
+def golds(example: dict) -> list[str]:
+    answers = example.get("answers")
+    if answers is None:
+        return []
+    if isinstance(answers, str):
+        return [answers]
+    return [str(a) for a in answers]
+
+
+def meta_of(example: dict) -> dict:
+    """``meta`` as a dict whether the dataset stores it as JSON text or a mapping."""
+    meta = example.get("meta")
+    if meta is None or meta == "":
+        return {}
+    if isinstance(meta, str):
+        try:
+            value = json.loads(meta)
+        except json.JSONDecodeError:
+            return {}
+        return value if isinstance(value, dict) else {}
+    return dict(meta)
+
+
+def best_of(prediction: str, fn: Callable[[str], ScoreResult]) -> ScoreResult:
+    """MMLongBench's rule: score the raw output and the text after its answer prefix; keep the
+    better one (ties keep the raw output's parse)."""
+    best = None
+    for text in candidates(prediction):
+        result = fn(text)
+        if best is None or result.score > best.score:
+            best = result
+    return best

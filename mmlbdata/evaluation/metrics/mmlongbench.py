@@ -1,0 +1,209 @@
+"""MMLongBench's metrics (VRAG, NIAH, ICL, DocVQA, summarisation ROUGE).
+
+Each scores the raw output and the output after its ``Answer:``/``label:``/``Summary:`` prefix
+and keeps the max (:func:`common.best_of`), as MMLongBench/HELMET do.
+"""
+from __future__ import annotations
+
+import re
+from math import isclose
+
+from .common import best_of, golds, meta_of
+from .registry import Metric, ScoreResult, register
+from .. import parse
+
+
+@register("sub_em")
+class SubEM(Metric):
+    """Normalised gold is a substring of the normalised prediction; max over golds."""
+
+    def score(self, prediction, example):
+        answers = golds(example)
+
+        def one(text):
+            norm = parse.normalize_answer(text)
+            hit = any(parse.normalize_answer(g) in norm for g in answers if g.strip())
+            return ScoreResult(float(hit), norm)
+
+        return best_of(prediction, one)
+
+
+@register("binary_acc")
+class BinaryAcc(Metric):
+    """Visual Haystack: the last yes/no in the output equals the gold yes/no. No yes/no is
+    wrong (the original substituted a default answer; pass ``default_answer`` to mimic it)."""
+
+    def score(self, prediction, example):
+        gold = parse.extract_yes_no(golds(example)[0]) if golds(example) else None
+        default = self.options.get("default_answer")
+
+        def one(text):
+            label = parse.extract_yes_no(text) or default
+            return ScoreResult(float(label is not None and label == gold), label)
+
+        return best_of(prediction, one)
+
+
+@register("mc_acc")
+class MCAcc(Metric):
+    """Multiple choice: "answer is (X)", then "Answer: X", then the last standalone A-J."""
+
+    def score(self, prediction, example):
+        gold = parse.letter_of(golds(example)[0]) if golds(example) else None
+
+        def one(text):
+            letter = parse.extract_letter(text, rules="mmlongbench")
+            return ScoreResult(float(letter is not None and letter == gold), letter)
+
+        return best_of(prediction, one)
+
+
+@register("cls_acc")
+class ClsAcc(Metric):
+    """ICL classification: ``label: N``, else the last number, equals the gold label id."""
+
+    def score(self, prediction, example):
+        answers = golds(example)
+        gold = int(answers[0]) if answers and answers[0].strip().lstrip("-").isdigit() else None
+
+        def one(text):
+            label = parse.extract_class_label(text)
+            return ScoreResult(float(label is not None and label == gold), None if label is None else str(label))
+
+        return best_of(prediction, one)
+
+
+@register("count_acc")
+class CountAcc(Metric):
+    """MM-NIAH counting: the predicted list's sum equals the gold list's sum (MMLongBench's
+    robust replacement for soft accuracy). An empty prediction list never matches."""
+
+    def score(self, prediction, example):
+        gold = parse.extract_int_list(golds(example)[0]) if golds(example) else []
+
+        def one(text):
+            pred = parse.extract_int_list(text)
+            return ScoreResult(float(bool(pred) and sum(pred) == sum(gold)), str(pred), {"sum": sum(pred)})
+
+        return best_of(prediction, one)
+
+
+# --- docqa ------------------------------------------------------------------------------------
+
+_SUFFIXES = ["kg", "meters", "acres", "minutes", "miles", "mile", "feet",
+             "million", "thousand", "billion", "mm", "m"]
+_FORMATS = {"Int": "Integer", "Integer": "Integer", "Float": "Float", "Str": "String",
+            "String": "String", "None": "None", "List": "List"}
+
+_EM_PATTERNS = [
+    r"https://",
+    r".*\.(py|ipynb)$",
+    r"^page",
+    r"^\d+(-\d+|\s\d+)?$",
+    r"(a\.m\.|p\.m\.)",
+    r"^\d{4}[-/\s]\d{1,2}[-/\s]\d{1,2}$",
+    r"^\d{1,2}[-/\s]\d{1,2}[-/\s]\d{2,4}$",
+    r"^\d{4}[-/\s]\d{1,2}$",
+    r"^[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}$",
+]
+
+
+def docqa_clean(s) -> str:
+    """Lowercase, drop commas, unit suffixes, surrounding quotes, $, £ and %."""
+    s = str(s).lower().strip().replace(",", "")
+    for suffix in _SUFFIXES:
+        s = re.sub(re.escape(suffix) + r"$", "", s).strip()
+    s = re.sub(r"^['\"]|['\"]$", "", s).strip()
+    for ch in "$£%":
+        s = s.strip().strip(ch).strip()
+    return s
+
+
+def needs_exact_match(s: str) -> bool:
+    """URLs, code files, "page ...", numbers/ranges, times, dates, e-mails: no partial credit."""
+    return any(re.search(p, s) for p in _EM_PATTERNS)
+
+
+def _str_type(s: str) -> str:
+    try:
+        value = float(docqa_clean(s))
+    except ValueError:
+        return "String"
+    return "Integer" if value == int(value) and "%" not in s else "Float"
+
+
+def _float_equal(gold: float, pred: float) -> bool:
+    return any(isclose(g, pred, rel_tol=0.01) for g in (gold / 100, gold, gold * 100))
+
+
+def docqa_score(gold, pred: str, answer_format: str) -> float:
+    """MMLongBench's DocQA rule set for one gold answer of the given format."""
+    fmt = _FORMATS.get(str(answer_format), "String")
+    if fmt == "Integer":
+        try:
+            value = float(docqa_clean(gold))
+        except ValueError:
+            return docqa_score(gold, pred, "String")
+        numbers = parse.extract_numbers(docqa_clean(pred))
+        return float(any(int(n) == n and int(n) == value for n in numbers))
+    if fmt == "Float":
+        try:
+            value = float(docqa_clean(gold))
+        except ValueError:
+            return docqa_score(gold, pred, "String")
+        return float(any(_float_equal(value, n) for n in parse.extract_numbers(docqa_clean(pred))))
+    if fmt in ("String", "None"):
+        gold = str(gold)
+        if needs_exact_match(gold):
+            return float(gold in pred)
+        return parse.token_f1(pred, gold)[0]
+    items = parse.as_list(gold)
+    merge = [isinstance(i, str) and _str_type(i) == "String" and not needs_exact_match(i) for i in items]
+    merged = " ".join(i for i, m in zip(items, merge) if m).strip()
+    if merged:
+        items = [merged] + [i for i, m in zip(items, merge) if not m]
+    if not items:
+        return 0.0
+    scores = []
+    for item in items:
+        kind = "Integer" if isinstance(item, int) else "Float" if isinstance(item, float) else _str_type(str(item))
+        scores.append(docqa_score(item, pred, kind))
+    return sum(scores) / len(items)
+
+
+@register("docqa")
+class DocQA(Metric):
+    """MMLongBench DocQA (MMLongBench-Doc/LongDocURL/SlideVQA inside MMLongBench): the rule set
+    chosen by the gold ``answer_format`` in meta; max over golds and raw/parsed output."""
+
+    group_by = ("answer_format",)
+
+    def score(self, prediction, example):
+        fmt = meta_of(example).get("answer_format", "String")
+        answers = golds(example) or [""]
+
+        def one(text):
+            return ScoreResult(max(docqa_score(g, text, fmt) for g in answers), text)
+
+        return best_of(prediction, one)
+
+
+@register("rouge_l")
+class RougeL(Metric):
+    """ROUGE-L F1 (stemmed, ``rouge-score``), max over golds; ROUGE-Lsum kept in extra."""
+
+    _scorer = None
+
+    def score(self, prediction, example):
+        if RougeL._scorer is None:
+            from rouge_score import rouge_scorer
+
+            RougeL._scorer = rouge_scorer.RougeScorer(["rougeL", "rougeLsum"], use_stemmer=True)
+        answers = golds(example) or [""]
+
+        def one(text):
+            scores = [RougeL._scorer.score(target=a, prediction=text) for a in answers]
+            return ScoreResult(max(s["rougeL"].fmeasure for s in scores), None,
+                               {"rougeLsum": max(s["rougeLsum"].fmeasure for s in scores)})
+
+        return best_of(prediction, one)

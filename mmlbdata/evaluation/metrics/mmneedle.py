@@ -1,0 +1,84 @@
+"""MMNeedle: existence, index and exact accuracy for single and multiple needles.
+
+Gold (``answers[0]``): ``"i, r, c"`` (1-based image index, row, column) for one needle,
+``"i, r, c; i, r, c"`` for several, ``"-1"`` (or an index of 0) for a negative sample.
+The default parser tolerates spaces, brackets, parentheses and an ``Answer:`` prefix;
+``strict=True`` applies the original string comparison (after its newline/period stripping).
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from .common import golds
+from .registry import Metric, ScoreResult, mean, register
+from .. import parse
+
+Needles = list[tuple[int, ...]]
+
+
+def parse_needles(text: str) -> Needles:
+    """``"2, 1, 3; 4, 2, 2"`` -> [(2, 1, 3), (4, 2, 2)]; tolerant of brackets and prefixes."""
+    text = parse.strip_prefix(text or "") or (text or "")
+    groups = [g for g in re.split(r";|\n|\)\s*,?\s*\(|\]\s*,?\s*\[", text) if re.search(r"-?\d", g)]
+    return [tuple(int(x) for x in re.findall(r"-?\d+", g)) for g in groups]
+
+
+def is_negative(needles: Needles) -> bool:
+    return not needles or all(all(v == -1 for v in n) for n in needles) or needles[0][:1] == (0,)
+
+
+def _strict(gold: str, pred: str) -> dict:
+    """The original evaluate.py / evaluate_multi.py string comparisons."""
+    pred = pred.replace("\n", "").strip().strip(".").strip()
+    gold_split = gold.split("; ")
+    gold_index = [g.split(", ")[0] for g in gold_split]
+    negative = gold_index[0] in ("0", "-1")
+    if negative:
+        gold = "-1"
+    pred_split = [p.strip() for p in pred.split("; ")]
+    pred = "; ".join(pred_split)
+    pred_index = [p.split(", ")[0] for p in pred_split]
+    n = len(gold_index)
+    neg_forms = {"-1", "-1" + "; -1" * (n - 1), "-1" + ", -1" * (n - 1),
+                 "-1, -1, -1" + "; -1, -1, -1" * (n - 1), "-1" * n}
+    pred_negative = pred in neg_forms
+    return {"positive": not negative, "exist": float(negative == pred_negative),
+            "index": float(gold_index == pred_index), "exact": float(gold == pred)}
+
+
+def _tolerant(gold: str, pred: str) -> dict:
+    gold_n, pred_n = parse_needles(gold), parse_needles(pred)
+    negative, pred_negative = is_negative(gold_n), is_negative(pred_n)
+    if negative:
+        return {"positive": False, "exist": float(pred_negative), "index": float(pred_negative),
+                "exact": float(pred_negative)}
+    index = [n[0] for n in gold_n] == [n[0] for n in pred_n if n]
+    exact = [n[:3] for n in gold_n] == [n[:3] for n in pred_n]
+    return {"positive": True, "exist": float(not pred_negative), "index": float(index), "exact": float(exact)}
+
+
+@register("mmneedle")
+class MMNeedle(Metric):
+    def score(self, prediction, example):
+        gold = (golds(example) or ["-1"])[0]
+        res = (_strict if self.options.get("strict") else _tolerant)(gold, prediction or "")
+        res["multi"] = ";" in gold
+        return ScoreResult(res["exact"], str(parse_needles(prediction or "")), res)
+
+    def aggregate(self, results, examples):
+        """Headline: exact accuracy over all; then existence / index / exact for positives and
+        existence for negatives, each for single and multi needle separately."""
+        out = {"score": mean(r.score for r in results), "n": len(results)}
+        groups = defaultdict(list)
+        for r in results:
+            kind = "multi" if r.extra["multi"] else "single"
+            groups[(kind, r.extra["positive"])].append(r.extra)
+        for (kind, positive), rows in sorted(groups.items()):
+            tag = f"{kind}.{'pos' if positive else 'neg'}"
+            out[f"{tag}.n"] = len(rows)
+            out[f"{tag}.exist"] = mean(x["exist"] for x in rows)
+            if positive:
+                out[f"{tag}.index"] = mean(x["index"] for x in rows)
+                out[f"{tag}.exact"] = mean(x["exact"] for x in rows)
+        return out

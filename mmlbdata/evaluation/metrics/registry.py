@@ -1,0 +1,79 @@
+"""Metric registry: the ``metric`` column of every example names one entry here.
+
+lm-evaluation-harness style: ``@register("name")`` on a :class:`Metric` subclass. A metric
+scores one prediction against one example (``score``), may batch (``score_many``, used by the
+judge-backed metrics for concurrency) and turns per-example results into aggregates
+(``aggregate``; the default is the mean score, some benchmarks need corpus-level formulas).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+_REGISTRY: dict[str, type["Metric"]] = {}
+
+
+@dataclass
+class ScoreResult:
+    """One scored prediction: ``score`` in [0, 1], the answer the parser read, extras."""
+
+    score: float
+    parsed: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Metric:
+    """Base class. Subclasses implement ``score``; options come from the CLI/config."""
+
+    name = ""
+    #: meta keys whose values get their own breakdown table in the report
+    group_by: Sequence[str] = ()
+
+    def __init__(self, **options: Any) -> None:
+        self.options = options
+
+    def score(self, prediction: str, example: dict) -> ScoreResult:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def score_many(self, predictions: Sequence[str], examples: Sequence[dict]) -> list[ScoreResult]:
+        return [self.score(p, e) for p, e in zip(predictions, examples)]
+
+    def aggregate(self, results: Sequence[ScoreResult], examples: Sequence[dict]) -> dict[str, float]:
+        """Corpus-level numbers; ``score`` is the headline (mean of per-example scores)."""
+        n = len(results)
+        return {"score": sum(r.score for r in results) / n if n else 0.0, "n": n}
+
+
+def register(name: str) -> Callable[[type[Metric]], type[Metric]]:
+    def wrap(cls: type[Metric]) -> type[Metric]:
+        if name in _REGISTRY and _REGISTRY[name] is not cls:
+            raise ValueError(f"metric {name!r} registered twice")
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return wrap
+
+
+def _load_all() -> None:
+    """Import every family module so their decorators run (cheap: no heavy imports)."""
+    from . import docs, lvb, mmlongbench, mmneedle, readbench, summ  # noqa: F401
+
+
+def get_metric(name: str, **options: Any) -> Metric:
+    _load_all()
+    try:
+        cls = _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown metric {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+    return cls(**options)
+
+
+def metric_names() -> list[str]:
+    _load_all()
+    return sorted(_REGISTRY)
+
+
+def mean(values: Iterable[float]) -> float:
+    values = list(values)
+    return sum(values) / len(values) if values else 0.0

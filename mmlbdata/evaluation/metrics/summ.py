@@ -1,0 +1,121 @@
+"""Summarisation judged by an LLM: HELMET's procedure as used by MMLongBench.
+
+Three judge calls per summary (prompts verbatim from MMLongBench's ``eval_gpt4_summ.py``,
+GovReport and Multi-LexSum variants, under ``evaluation/prompts``): fluency (0/1), recall
+(supported key points / all key points), precision (supported sentences / sentences).
+F1 of recall and precision; final score = fluency x F1. The last JSON object of each reply is
+read. Key points come from ``meta["keypoints"]`` (or ``meta["claims"]``) or from HELMET's claims
+files (``--summ-keypoints``); the expert summary is the gold answer.
+"""
+from __future__ import annotations
+
+import json
+
+from .common import golds, meta_of
+from .registry import Metric, ScoreResult, mean, register
+from .. import parse
+from ..prompts import load_prompt
+
+JUDGE_PARAMS = {"temperature": 0.1, "max_tokens": 4096}
+
+
+def summ_variant(example: dict) -> str:
+    """``govreport`` or ``multi_lexsum`` from meta or the dataset name."""
+    meta = meta_of(example)
+    name = str(meta.get("variant") or meta.get("source") or example.get("dataset") or "").lower()
+    return "multi_lexsum" if "lexsum" in name else "govreport"
+
+
+def load_keypoints(path) -> dict[str, list[str]]:
+    """HELMET's claims files (``gov_claims.jsonl``, ``lexsum_claims.jsonl``): one
+    ``{"id": ..., "claims": [...]}`` per line, as id -> key points."""
+    out = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                row = json.loads(line)
+                out[str(row["id"])] = list(row.get("claims") or row.get("keypoints") or [])
+    return out
+
+
+def keypoints_of(example: dict, table: dict[str, list[str]] | None = None) -> list[str]:
+    """Key points from meta, else from a claims table by record/case/doc/example id."""
+    meta = meta_of(example)
+    found = meta.get("keypoints") or meta.get("claims")
+    if found:
+        return list(found)
+    table = table or {}
+    for key in ("record_id", "case_id", "doc_id", "source_id"):
+        value = meta.get(key)
+        for candidate in (value, f"gov_report_{value}" if value else None):
+            if candidate is not None and str(candidate) in table:
+                return table[str(candidate)]
+    return table.get(str(example.get("id")), [])
+
+
+def summ_prompts(summary: str, example: dict, keypoints: list[str] | None = None) -> tuple[str, str, str]:
+    """The fluency, recall and precision prompts for one summary (prefix "Summary:" dropped
+    as the original does)."""
+    summary = (summary or "").strip()
+    if summary.startswith("Summary:"):
+        summary = summary[8:].strip()
+    keypoints = keypoints_of(example) if keypoints is None else keypoints
+    variant = summ_variant(example)
+    kp_text = "\n".join(f"{i + 1}. {kp}" for i, kp in enumerate(keypoints))
+    expert = (golds(example) or [""])[0]
+    return (
+        load_prompt(f"summ_fluency_{variant}").format(text=summary),
+        load_prompt(f"summ_recall_{variant}").format(keypoints=kp_text, summary=summary),
+        load_prompt(f"summ_precision_{variant}").format(expert_summary=expert, summary=summary),
+    )
+
+
+def combine(fluency: dict | None, recall: dict | None, precision: dict | None, n_keypoints: int) -> ScoreResult:
+    """fluency x F1(recall, precision) from the three parsed judge objects."""
+    try:
+        flu = float(fluency["fluency"])
+        found = float(recall["recall"])
+        supported = float(precision["precision"])
+        sentences = float(precision["sentence_count"])
+    except (TypeError, KeyError, ValueError):
+        return ScoreResult(0.0, None, {"judge_failed": True})
+    rec = found / n_keypoints if n_keypoints > 0 else 0.0
+    prec = supported / sentences if sentences > 0 else 0.0
+    f1 = 2 * rec * prec / (rec + prec) if rec + prec > 0 else 0.0
+    return ScoreResult(f1 * flu, None, {"fluency": flu, "recall": rec, "precision": prec, "f1": f1,
+                                        "judge_failed": False})
+
+
+@register("summ_judge")
+class SummJudge(Metric):
+    """Needs ``judge=<JudgeClient>``; without one it cannot score and says so."""
+
+    def score(self, prediction, example):
+        return self.score_many([prediction], [example])[0]
+
+    def score_many(self, predictions, examples):
+        """Three judge calls per example that has key points (``meta["keypoints"]`` or the
+        ``keypoints`` table option, see :func:`load_keypoints`); one without scores 0 and is
+        counted, never sent."""
+        judge = self.options.get("judge")
+        if judge is None:
+            raise ValueError("summ_judge needs a judge endpoint (mmlb eval --judge-model/--judge-base-url)")
+        table = self.options.get("keypoints")
+        kps = [keypoints_of(e, table) for e in examples]
+        todo = [i for i, kp in enumerate(kps) if kp]
+        flat = [p for i in todo for p in summ_prompts(predictions[i], examples[i], kps[i])]
+        replies = judge.complete_many(flat, **JUDGE_PARAMS)
+        out = [ScoreResult(0.0, None, {"judge_failed": False, "no_keypoints": True}) for _ in examples]
+        for j, i in enumerate(todo):
+            f, r, p = (parse.last_json_object(x) if x else None for x in replies[3 * j:3 * j + 3])
+            out[i] = combine(f, r, p, len(kps[i]))
+        return out
+
+    def aggregate(self, results, examples):
+        ok = [r for r in results if not r.extra.get("judge_failed") and not r.extra.get("no_keypoints")]
+        agg = {"score": mean(r.score for r in results), "n": len(results),
+               "judge_failed": sum(1 for r in results if r.extra.get("judge_failed")),
+               "no_keypoints": sum(1 for r in results if r.extra.get("no_keypoints"))}
+        for key in ("fluency", "recall", "precision", "f1"):
+            agg[key] = mean(r.extra[key] for r in ok)
+        return agg

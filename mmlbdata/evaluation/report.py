@@ -1,0 +1,113 @@
+"""Render an evaluation report: text tables, JSON, a score-vs-length plot, run deltas."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .evaluate import _length_key
+
+
+def format_table(headers: list[str], rows: list[list]) -> str:
+    cells = [[str(h) for h in headers]] + [[_fmt(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _fmt(value) -> str:
+    if isinstance(value, float):
+        return f"{100 * value:.1f}" if value <= 1.0 else f"{value:.3f}"
+    return str(value)
+
+
+def render(report: dict) -> str:
+    """Per-config, per-category and per-length tables (scores in %), plus problems."""
+    out = []
+    configs = report["configs"]
+    out.append(format_table(["config", "n", "score %"], [[c, r["n"], r["score"]] for c, r in configs.items()]))
+    overall = report.get("overall")
+    if overall and len(configs) > 1:
+        out.append(f"mean over configs {_fmt(overall['mean_over_configs'])}; "
+                   f"unweighted mean over datasets {_fmt(overall['mean_over_datasets'])}")
+    for config, res in configs.items():
+        out.append(f"\n== {config} ==")
+        for metric, agg in res["metrics"].items():
+            rows = [[k, v] for k, v in agg.items() if k != "n"]
+            out.append(format_table([f"{metric} (n={agg.get('n', '')})", "value"], rows))
+        out.append(format_table(["category", "n", "score %"], [[k, v["n"], v["score"]] for k, v in res["by_category"].items()]))
+        out.append(format_table(["length", "n", "score %"], [[k, v["n"], v["score"]] for k, v in res["by_length"].items()]))
+        for key, table in res["groups"].items():
+            out.append(format_table([key, "n", "score %"], [[k, v["n"], v["score"]] for k, v in table.items()]))
+        problems = res["problems"]
+        if problems["unknown_ids"] or problems["missing_predictions"]:
+            out.append(f"unknown ids: {len(problems['unknown_ids'])} {problems['unknown_ids'][:5]}; "
+                       f"examples without prediction: {problems['missing_predictions']}")
+    malformed = report["problems"].get("malformed_lines", [])
+    if malformed:
+        out.append(f"\nmalformed prediction lines: {len(malformed)}")
+        out.extend(f"  line {m['line']}: {m['error']}" for m in malformed[:20])
+    if report["problems"].get("duplicate_ids"):
+        out.append(f"duplicate ids (last kept): {report['problems']['duplicate_ids'][:10]}")
+    if report.get("judge"):
+        j = report["judge"]
+        out.append(f"\njudge {j['model']}: {j['calls']} calls, {j['cache_hits']} cached, {j['failures']} failed, "
+                   f"{j['prompt_tokens']}+{j['completion_tokens']} tokens, ${j['cost_usd']:.4f}")
+    return "\n".join(out)
+
+
+def write_json(report: dict, path: str | Path) -> None:
+    Path(path).write_text(json.dumps(report, indent=2, ensure_ascii=False, sort_keys=False), encoding="utf-8")
+
+
+def plot(report: dict, path: str | Path) -> Path:
+    """Score vs context length, one line per category (all configs pooled)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series: dict[str, dict[str, list]] = {}
+    for res in report["configs"].values():
+        for key, cell in res["by_category_length"].items():
+            category, length = key.split("|", 1)
+            acc = series.setdefault(category, {}).setdefault(length, [0.0, 0])
+            acc[0] += cell["score"] * cell["n"]
+            acc[1] += cell["n"]
+    lengths = sorted({l for s in series.values() for l in s}, key=_length_key)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for category, points in sorted(series.items()):
+        xs = [lengths.index(l) for l in lengths if l in points]
+        ys = [100 * points[l][0] / points[l][1] for l in lengths if l in points]
+        ax.plot(xs, ys, marker="o", label=category)
+    ax.set_xticks(range(len(lengths)), lengths)
+    ax.set_xlabel("context length")
+    ax.set_ylabel("score (%)")
+    ax.set_ylim(0, 100)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return Path(path)
+
+
+def delta(report: dict, baseline: dict) -> dict:
+    """This run minus a baseline run (e.g. ReadBench image minus text), per config, category
+    and length where both have scores."""
+    out = {}
+    for config, res in report["configs"].items():
+        base = baseline.get("configs", {}).get(config)
+        if base is None:
+            continue
+        entry = {"score": res["score"] - base["score"]}
+        for table in ("by_category", "by_length"):
+            entry[table] = {k: v["score"] - base[table][k]["score"] for k, v in res[table].items() if k in base[table]}
+        out[config] = entry
+    mine, theirs = report.get("overall", {}), baseline.get("overall", {})
+    if mine and theirs:
+        shared = set(mine["by_dataset"]) & set(theirs["by_dataset"])
+        out["overall"] = {
+            "mean_over_datasets": mine["mean_over_datasets"] - theirs["mean_over_datasets"],
+            "by_dataset": {k: mine["by_dataset"][k] - theirs["by_dataset"][k] for k in sorted(shared)}}
+    return out

@@ -1,0 +1,61 @@
+"""vLLM backends: offline ``vllm.LLM.chat`` and any OpenAI-compatible server (vLLM serve).
+
+``vllm`` is imported only when the offline backend is built (it is not a dependency of this
+package; install it on the GPU machine). The server backend needs only ``openai``.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Sequence
+
+from .chat import openai_messages
+from .core import Generation, Request
+
+
+class VLLMBackend:
+    """Offline engine. ``engine_kwargs`` go to ``vllm.LLM`` (e.g. max_model_len,
+    limit_mm_per_prompt={"image": N}, tensor_parallel_size)."""
+
+    def __init__(self, model: str, **engine_kwargs):
+        import vllm
+
+        self._vllm = vllm
+        engine_kwargs.setdefault("trust_remote_code", True)
+        self.llm = vllm.LLM(model=model, **engine_kwargs)
+
+    def generate(self, requests: Sequence[Request]) -> list[Generation]:
+        params = self._vllm.SamplingParams(temperature=0.0, max_tokens=requests[0].max_new_tokens)
+        conversations = [openai_messages(r.content, r.images, r.prefix) for r in requests]
+        prefilled = bool(requests[0].prefix)
+        outputs = self.llm.chat(conversations, params, use_tqdm=False,
+                                add_generation_prompt=not prefilled, continue_final_message=prefilled)
+        return [Generation(o.outputs[0].text, len(o.prompt_token_ids or []), len(o.outputs[0].token_ids))
+                for o in outputs]
+
+
+class OpenAIServerBackend:
+    """Chat completions against a server (vLLM's continues a prefilled assistant turn via
+    ``continue_final_message``); requests run ``concurrency`` at a time."""
+
+    def __init__(self, model: str, base_url: str, api_key: str = "EMPTY", concurrency: int = 8,
+                 timeout: float = 600.0, continue_final_message: bool = True):
+        import openai
+
+        self.client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=3)
+        self.model = model
+        self.concurrency = concurrency
+        self.continue_final_message = continue_final_message
+
+    def _one(self, req: Request) -> Generation:
+        prefix = req.prefix if self.continue_final_message else ""
+        extra = {"continue_final_message": True, "add_generation_prompt": False} if prefix else {}
+        reply = self.client.chat.completions.create(
+            model=self.model, messages=openai_messages(req.content, req.images, prefix),
+            temperature=0.0, max_tokens=req.max_new_tokens, extra_body=extra or None)
+        usage = reply.usage
+        return Generation(reply.choices[0].message.content or "",
+                          getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0)
+
+    def generate(self, requests: Sequence[Request]) -> list[Generation]:
+        with ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, len(requests)))) as pool:
+            return list(pool.map(self._one, requests))

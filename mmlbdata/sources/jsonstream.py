@@ -1,0 +1,89 @@
+"""Stream the items of a huge top-level JSON object without loading the file.
+
+Why: Multi-LexSum's ``sources.json`` is one 2.2 GB object ``{doc_id: {doc_text, ...}}``;
+``json.load`` would hold all of it (several times over, as Python objects). This reads it in
+chunks and decodes one value at a time with the standard library's ``raw_decode``, so memory is
+bounded by the largest single value.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterator
+
+_WS = " \t\r\n"
+
+
+class _Reader:
+    def __init__(self, path: Path, chunk: int):
+        self.f = open(path, encoding="utf-8")
+        self.chunk = chunk
+        self.buf = ""
+        self.pos = 0
+        self.eof = False
+
+    def fill(self) -> bool:
+        if self.eof:
+            return False
+        data = self.f.read(self.chunk)
+        if not data:
+            self.eof = True
+            return False
+        self.buf = self.buf[self.pos:] + data
+        self.pos = 0
+        return True
+
+    def skip_ws(self) -> None:
+        while True:
+            while self.pos < len(self.buf) and self.buf[self.pos] in _WS:
+                self.pos += 1
+            if self.pos < len(self.buf) or not self.fill():
+                return
+
+    def peek(self) -> str:
+        self.skip_ws()
+        return self.buf[self.pos] if self.pos < len(self.buf) else ""
+
+    def expect(self, char: str, path: Path) -> None:
+        if self.peek() != char:
+            raise ValueError(f"{path}: expected {char!r} at offset ~{self.pos}, got {self.peek()!r}")
+        self.pos += 1
+
+    def value(self, decoder: json.JSONDecoder, path: Path):
+        self.skip_ws()
+        while True:
+            try:
+                value, end = decoder.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError:
+                if not self.fill():
+                    raise ValueError(f"{path}: truncated or invalid JSON near offset ~{self.pos}") from None
+                continue
+            # A number at the end of the buffer may continue in the next chunk.
+            if end == len(self.buf) and not self.eof and self.fill():
+                continue
+            self.pos = end
+            return value
+
+
+def iter_object_items(path: Path, chunk: int = 1 << 20) -> Iterator[tuple[str, object]]:
+    """Yield ``(key, value)`` of the top-level JSON object in ``path``, in file order."""
+    path = Path(path)
+    reader = _Reader(path, chunk)
+    decoder = json.JSONDecoder()
+    try:
+        reader.expect("{", path)
+        if reader.peek() == "}":
+            return
+        while True:
+            key = reader.value(decoder, path)
+            if not isinstance(key, str):
+                raise ValueError(f"{path}: object key is not a string: {key!r}")
+            reader.expect(":", path)
+            yield key, reader.value(decoder, path)
+            if reader.peek() == ",":
+                reader.pos += 1
+                continue
+            reader.expect("}", path)
+            return
+    finally:
+        reader.f.close()

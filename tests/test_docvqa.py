@@ -1,0 +1,284 @@
+"""DocVQA builders on the real samples: budget invariant, answer pages kept, padding with other
+documents only, meta page indices pointing at the very images in the row; broken PDFs reported."""
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from builders.docvqa import DocVQA
+from builders.mmlongbench_doc import MMLongBenchDoc
+from mmlbdata.lengths import LENGTHS
+from mmlbdata.media import pdf
+from mmlbdata.report import BuildReport
+from mmlbdata.store import ImageStore
+from mmlbdata.tokens import TokenCounter
+from tests.test_docqa_sources import write_slidevqa
+
+
+@pytest.fixture(scope="module")
+def counter(tokenizer_path):
+    return TokenCounter(tokenizer_path)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return ImageStore(tmp_path_factory.mktemp("store"))
+
+
+def build(cls, config, sources, counter, store, **kwargs):
+    report = BuildReport()
+    builder = cls(config, sources=sources, counter=counter, store=store, report=report, **kwargs)
+    return list(builder.generate()), report
+
+
+def check_rows(rows, counter, length):
+    """The properties every length-controlled DocVQA row must have."""
+    assert rows
+    for row in rows:
+        meta = json.loads(row["meta"])
+        pages = [tuple(p) for p in meta["pages"]]
+        assert len(pages) == len(row["images"]) == row["prompt"].count("<image>")
+        assert row["num_tokens"] == counter.example(row["prompt"], row["images"])
+        assert row["num_tokens"] <= length < meta["next_num_tokens"]
+        own = [i for d, i in pages if d == meta["doc_id"]]
+        assert set(meta["answer_pages"]) <= set(own), "an answer page was dropped"
+        assert own == list(range(own[0], own[-1] + 1)), "own pages must stay one window"
+        assert meta["doc_id"] not in meta["padding_docs"]
+        assert {d for d, _ in pages} == {meta["doc_id"], *meta["padding_docs"]}
+        if meta["padding_docs"]:
+            assert not meta["truncated"] and own[0] == 0  # padded documents are whole
+        for doc_id, index in pages:
+            assert f"Document {doc_id:.15}: <image>" in row["prompt"]
+        assert row["question"].startswith(f"Based on Document {meta['doc_id']:.15}, answer")
+    return [json.loads(r["meta"]) for r in rows]
+
+
+def assert_pdf_pages_match(row, folder: Path, sample: int = 3):
+    """Re-render pages named by meta and compare with the row's image bytes."""
+    meta = json.loads(row["meta"])
+    picks = sorted({0, len(meta["pages"]) - 1, *[k for k, (d, i) in enumerate(meta["pages"])
+                                                  if d == meta["doc_id"] and i in meta["answer_pages"]]})
+    for k in picks[:sample]:
+        doc_id, index = meta["pages"][k]
+        assert Path(row["images"][k].path).read_bytes() == pdf.render_page_png(folder / doc_id, index)
+
+
+# ------------------------------------------------------------------ LongDocURL (page PNGs)
+
+
+@pytest.mark.parametrize("length", list(LENGTHS))
+def test_longdocurl_all_lengths(real_data, counter, store, length):
+    root = real_data / "longdocurl_sample"
+    rows, report = build(DocVQA, f"longdocurl_{length}", {"longdocurl": root}, counter, store)
+    metas = check_rows(rows, counter, LENGTHS[length])
+    assert len(rows) == 3 and report.num_skipped == 0
+    for row, meta in zip(rows, metas):
+        for ref, (doc_id, index) in zip(row["images"], meta["pages"]):
+            assert Path(ref.path).name == f"{doc_id}_{index}.png"  # 0-based file names
+        assert meta["answer_format"] in ("Int", "Str", "List")
+    if LENGTHS[length] >= 64 * 1024:  # documents of ~52k tokens: padded at the two top lengths
+        assert all(m["padding_docs"] for m in metas)
+    else:
+        assert all(m["truncated"] for m in metas)
+
+
+# ------------------------------------------------------------------ MMLongBench-Doc (real PDFs)
+
+
+def test_mmlongdoc_8k_rerenders_match(real_data, counter, store):
+    root = real_data / "mmlongbench_doc"
+    rows, report = build(DocVQA, "mmlongdoc_8k", {"mmlongbench_doc": root}, counter, store, limit=3)
+    metas = check_rows(rows, counter, 8192)
+    assert len(rows) == 3
+    deck = root / "documents" / metas[0]["doc_id"]
+    assert deck.name.startswith("ddoseattle") and not pdf.open_pdf(deck)[0].get_text().strip()
+    for row in rows:  # an image-only slide deck: pages are pictures, no text layer
+        assert_pdf_pages_match(row, root / "documents")
+    assert metas[0]["answer_format"] == "List" and rows[0]["answers"][0].startswith("['OPTIMISATION'")
+    # questions on the 127 PDFs absent from the sample are reported, not crashed on
+    assert any("not found" in s.reason for s in report.skipped)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("length", list(LENGTHS))
+def test_mmlongdoc_every_real_pdf_every_length(real_data, counter, store, length):
+    root = real_data / "mmlongbench_doc"
+    rows, _ = build(DocVQA, f"mmlongdoc_{length}", {"mmlongbench_doc": root}, counter, store)
+    metas = check_rows(rows, counter, LENGTHS[length])
+    docs = {p.name for p in (root / "documents").glob("*.pdf")}
+    assert {m["doc_id"] for m in metas} == docs  # all 8 real PDFs build
+    for row in rows[::10]:
+        assert_pdf_pages_match(row, root / "documents", sample=2)
+
+
+# ------------------------------------------------------------------ SlideVQA (release schema)
+
+
+@pytest.fixture
+def slidevqa_root(tmp_path):
+    decks = {"deck-a": (5, (1024, 768)), "deck-b": (5, (720, 720)), "deck-c": (5, (1024, 768)),
+             "deck-long": (20, (1024, 768))}
+    write_slidevqa(tmp_path, decks, [
+        {"deck_name": "deck-a", "question": "How many?", "answer": "12", "evidence_pages": [2]},
+        {"deck_name": "deck-b", "question": "Who?", "answer": "Alice", "evidence_pages": [1, 5]},
+        {"deck_name": "deck-long", "question": "Where?", "answer": "Kyoto", "evidence_pages": [17]},
+        {"deck_name": "deck-c", "question": "Why?", "answer": "because it was raining all day",
+         "evidence_pages": [3], "qa_id": 77},
+    ])
+    return tmp_path
+
+
+def test_slidevqa_builds_with_square_slides(slidevqa_root, counter, store):
+    rows, report = build(DocVQA, "slidevqa_8k", {"slidevqa": slidevqa_root}, counter, store)
+    metas = check_rows(rows, counter, 8192)
+    assert [m["doc_id"] for m in metas] == ["deck-a", "deck-b", "deck-long"]
+    assert [(s.record, s.reason) for s in report.skipped] == [
+        ("test-77", "string answer longer than 5 words")]  # MMLongBench drops long answers
+    assert metas[0]["padding_docs"] and metas[2]["truncated"] and 16 in metas[2]["answer_pages"]
+    assert rows[0]["answers"] == ["12"] and metas[0]["answer_format"] == "Int"
+    square = [r for r, (d, _) in zip(rows[1]["images"], metas[1]["pages"]) if d == "deck-b"]
+    assert {(r.width, r.height) for r in square} == {(720, 720)}
+    for row, meta in zip(rows, metas):
+        for ref, (deck, index) in zip(row["images"], meta["pages"]):
+            assert Path(ref.path) == slidevqa_root / "images" / "test" / deck / f"{deck}-{index + 1}-1024.jpg"
+
+
+# ------------------------------------------------------------------ broken PDFs in a build
+
+
+def make_pdf(path: Path, pages: int, size=(300, 400)) -> Path:
+    import pymupdf
+
+    doc = pymupdf.open()
+    for i in range(pages):
+        page = doc.new_page(width=size[0], height=size[1])
+        page.insert_text((20, 40), f"{path.stem} page {i + 1}", fontsize=14)
+    doc.save(path)
+    return path
+
+
+@pytest.fixture
+def broken_release(tmp_path):
+    """A miniature MMLongBench-Doc release with good, encrypted, truncated and zero-page PDFs."""
+    import pymupdf
+
+    docs = tmp_path / "documents"
+    docs.mkdir()
+    for name in ("good1", "good2", "good3"):
+        make_pdf(docs / f"{name}.pdf", 12)
+    pymupdf.open(make_pdf(tmp_path / "plain.pdf", 3)).save(
+        docs / "locked.pdf", encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="u", owner_pw="o")
+    data = make_pdf(tmp_path / "whole.pdf", 12).read_bytes()
+    (docs / "cut.pdf").write_bytes(data[: len(data) * 2 // 3])
+    from tests.test_pdf import _raw_pdf
+
+    (docs / "empty.pdf").write_bytes(_raw_pdf(["<< /Type /Catalog /Pages 2 0 R >>",
+                                               "<< /Type /Pages /Kids [] /Count 0 >>"]))
+    rows = []
+    for doc in ("good1", "locked", "cut", "empty", "good2"):
+        rows.append({"doc_id": f"{doc}.pdf", "doc_type": "Test", "question": f"What is on {doc}?",
+                     "answer": "A page", "evidence_pages": "[2]", "evidence_sources": "['Pure-text (Plain-text)']",
+                     "answer_format": "Str"})
+    (tmp_path / "samples.json").write_text(json.dumps(rows))
+    return tmp_path
+
+
+@pytest.mark.parametrize("config", ["mmlongdoc_8k", "mmlongbench_doc", "mmlongbench_doc_concat"])
+def test_broken_pdfs_are_skipped_and_reported(broken_release, counter, store, config):
+    cls = DocVQA if config.startswith("mmlongdoc_") else MMLongBenchDoc
+    rows, report = build(cls, config, {"mmlongbench_doc": broken_release}, counter, store)
+    assert [json.loads(r["meta"])["doc_id"] for r in rows] == ["good1.pdf", "good2.pdf"]
+    messages = "\n".join(str(s) for s in report.skipped)
+    for name, why in (("locked", "encrypted"), ("cut", "truncated"), ("empty", "zero pages")):
+        assert f"{name}.pdf" in messages and why in messages
+    if config == "mmlongdoc_8k":
+        check_rows(rows, counter, 8192)
+        # broken documents are never drawn as padding either
+        assert all(not set(json.loads(r["meta"])["padding_docs"]) & {"locked.pdf", "cut.pdf", "empty.pdf"}
+                   for r in rows)
+
+
+# ------------------------------------------------------------------ the original benchmark
+
+
+def test_original_page_list_and_grid_variants(broken_release, counter, store):
+    source = {"mmlongbench_doc": broken_release}
+    pages, _ = build(MMLongBenchDoc, "mmlongbench_doc", source, counter, store,
+                     options={"max_pages": "10"})  # as `mmlb build --option max_pages=10` passes it
+    grids, _ = build(MMLongBenchDoc, "mmlongbench_doc_concat", source, counter, store,
+                     options={"max_pages": 10, "concat_num": 3})
+    row, grid_row = pages[0], grids[0]
+    meta = json.loads(row["meta"])
+    assert len(row["images"]) == 10 and row["length"] == 0  # first max_pages pages only
+    assert (row["images"][0].width, row["images"][0].height) == (600, 800)  # 144 DPI
+    assert row["answers"] == ["A page"] and meta["raw"]["evidence_pages"] == "[2]"
+    assert meta["evidence_pages"] == [2] and meta["answer_pages"] == [1]
+    assert row["num_tokens"] == counter.example(row["prompt"], row["images"])
+    grid_meta = json.loads(grid_row["meta"])
+    assert grid_meta["grids"] == [[0, 3], [4, 7], [8, 9]]  # ceil(10 / 3) = 4 pages per grid
+    sizes = [(g.width, g.height) for g in grid_row["images"]]
+    assert sizes == [(1800, 1600), (1800, 1600), (1800, 800)]  # always 3 cells wide
+    assert grid_row["prompt"] == "What is on good1?\n\n<image>\n<image>\n<image>"
+    first = Image.open(grid_row["images"][0].path).convert("RGB")
+    assert first.format is None and Image.open(grid_row["images"][0].path).format == "JPEG"
+
+    def strong_diffs(page_index):  # channel values of cell (row 1, col 0) far from the page's
+        page = Image.open(io.BytesIO(pdf.render_page_png(broken_release / "documents" / "good1.pdf",
+                                                         page_index))).convert("RGB")
+        cell = first.crop((0, 800, 600, 1600))
+        return sum(abs(a - b) > 96 for a, b in zip(cell.tobytes(), page.tobytes()))
+
+    assert strong_diffs(3) == 0 < strong_diffs(4)  # cell 4 holds page 4 (up to JPEG noise)
+
+
+@pytest.mark.slow
+def test_original_on_real_sample_flags_and_keeps_rows(real_data, counter, store):
+    rows, report = build(MMLongBenchDoc, "mmlongbench_doc", {"mmlongbench_doc": real_data / "mmlongbench_doc"},
+                         counter, store)
+    assert len(rows) == 63  # every question on the 8 real PDFs
+    for row in rows:
+        meta = json.loads(row["meta"])
+        assert len(row["images"]) == min(120, pdf.page_count(real_data / "mmlongbench_doc" / "documents" / meta["doc_id"]))
+        assert set(meta["raw"]) == {"doc_id", "doc_type", "question", "answer", "evidence_pages",
+                                    "evidence_sources", "answer_format"}
+    activision = [json.loads(r["meta"]) for r in rows if r["id"].endswith(("_0999", "_1002"))]
+    assert activision and all(len(m["pages"]) == 120 for m in activision)
+    assert report.num_skipped == 1082 - 63
+
+
+def test_parallel_rendering_builds_identical_rows(broken_release, counter, tmp_path):
+    """num_proc changes how pages are rendered, never what is built (deterministic output)."""
+    def run(num_proc):
+        rows, _ = build(DocVQA, "mmlongdoc_8k", {"mmlongbench_doc": broken_release}, counter,
+                        ImageStore(tmp_path / f"store{num_proc}"), num_proc=num_proc)
+        return [(r["id"], r["num_tokens"], r["meta"], [Path(i.path).name for i in r["images"]])
+                for r in rows]
+
+    assert run(2) == run(1)
+
+
+def test_longdocurl_corrupt_page_image_skips_its_document(tmp_path, counter, store):
+    """A truncated page PNG makes its document unusable: reported by file, never used as padding."""
+    lines = []
+    for doc_no in ("4000001", "4000002", "4000003"):
+        folder = tmp_path / "pdf_pngs" / "4000-4999" / "4000"
+        folder.mkdir(parents=True, exist_ok=True)
+        for page in range(8):  # ~616 tokens a page: two documents exceed 8k
+            Image.new("RGB", (612, 792), (page * 30, 90, 200)).save(folder / f"{doc_no}_{page}.png")
+        lines.append(json.dumps({"question_id": f"q_{doc_no}", "doc_no": doc_no, "total_pages": 8,
+                                 "question": "Which?", "answer": "x", "evidence_pages": [3],
+                                 "answer_format": "String", "evidence_sources": ["Text"]}))
+    (tmp_path / "LongDocURL.jsonl").write_text("\n".join(lines) + "\n")
+    bad = tmp_path / "pdf_pngs" / "4000-4999" / "4000" / "4000002_4.png"
+    bad.write_bytes(bad.read_bytes()[:200])
+    rows, report = build(DocVQA, "longdocurl_8k", {"longdocurl": tmp_path}, counter, store)
+    metas = check_rows(rows, counter, 8192)
+    assert [m["doc_id"] for m in metas] == ["4000001", "4000003"]
+    assert all("4000002" not in m["padding_docs"] for m in metas)
+    messages = [str(s) for s in report.skipped]
+    assert any("4000002_4.png" in m and "truncated" in m for m in messages)
+    assert any("q_4000002" in m for m in messages)
