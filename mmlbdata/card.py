@@ -244,7 +244,7 @@ def format_stats(summary: dict) -> dict[str, str]:
         "tokens_min": str(summary["tokens_min"]),
         "tokens_mean": f"{summary['tokens_mean']:.1f}",
         "tokens_max": str(summary["tokens_max"]),
-        "fill_ratio": f"{summary['fill_ratio']:.3f}",
+        "fill_ratio": f"{summary['fill_ratio']:.3f}" if summary.get("rows_with_length", 1) else "-",
         "size": human_bytes(summary["bytes"]),
     }
 
@@ -288,11 +288,11 @@ def card_context(folder: os.PathLike, configs: Optional[list[str]] = None) -> di
             "stats": summary, "fmt": format_stats(summary),
         })
     family_names = sorted({r["family"] for r in rows if r["family"]})
-    datasets: dict[str, dict] = {}
+    datasets: dict[tuple, dict] = {}  # configs sharing a dataset and its build parameters
     for r in rows:
-        entry = datasets.setdefault(r["dataset"], {"name": r["dataset"], "family": r["family"],
-                                                   "metric": r["metric"], "options": r["options"],
-                                                   "configs": []})
+        key = (r["dataset"], r["family"], r["metric"], json.dumps(r["options"], sort_keys=True, default=str))
+        entry = datasets.setdefault(key, {"name": r["dataset"], "family": r["family"], "metric": r["metric"],
+                                          "options": r["options"], "configs": []})
         entry["configs"].append(r["name"])
     total_rows = sum(r["stats"]["rows"] for r in rows)
     return {

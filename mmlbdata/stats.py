@@ -61,6 +61,7 @@ class Distribution:
             "tokens_max": pc.max(tokens).as_py() if rows else 0,
             "tokens_mean": pc.mean(tokens).as_py() if rows else 0.0,
             "fill_ratio": sum(fill) / len(fill) if fill else 0.0,
+            "rows_with_length": len(fill),  # 0 for a length-free (original benchmark) config
             "bytes": self.num_bytes,
             "shards": self.num_shards,
         }
@@ -121,7 +122,7 @@ def plot_distributions(dists: list[Distribution], out_png: Path, title: str = ""
             by_length.setdefault(length, []).append(tokens)
             by_dataset.setdefault(dataset, {}).setdefault(length, []).append(images)
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
-    lengths = sorted(by_length)
+    lengths = sorted(by_length, key=lambda k: (k == 0, k))  # length-free ("orig") configs last
     positions = list(range(1, len(lengths) + 1))
     left.boxplot([by_length[k] for k in lengths], positions=positions, showfliers=True)
     for i, k in zip(positions, lengths):
@@ -134,11 +135,17 @@ def plot_distributions(dists: list[Distribution], out_png: Path, title: str = ""
     left.set_title("Token length per length budget")
     for dataset in sorted(by_dataset):
         points = sorted(by_dataset[dataset].items())
-        xs = [positions[lengths.index(k)] for k, _ in points]
-        ys = [sum(v) / len(v) for _, v in points]
-        right.plot(xs, ys, marker="o", label=dataset)
+        mean = {k: sum(v) / len(v) for k, v in points}
+        budgets = [k for k, _ in points if k]
+        line = right.plot([positions[lengths.index(k)] for k in budgets], [mean[k] for k in budgets],
+                          marker="o", label=dataset)
+        if 0 in mean:  # the original benchmark: its own point, not on the budget line
+            color = line[0].get_color() if budgets else None
+            right.scatter([positions[lengths.index(0)]], [mean[0]], marker="s", color=color,
+                          label=None if budgets else dataset)
     right.set_xticks(positions, [length_label(k) for k in lengths])
     right.set_yscale("symlog")
+    right.margins(x=0.08, y=0.15)
     right.set_xlabel("length budget")
     right.set_ylabel("mean images per example")
     right.set_title("Images per example per dataset")

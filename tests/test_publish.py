@@ -253,7 +253,13 @@ def test_lmms_eval_task_loads_and_gives_images_in_prompt_order(built, tmp_path, 
     assert rebuilt == raw["prompt"]
     assert [c["url"].tobytes() for c in content if c["type"] == "image"] == [v.tobytes() for v in visuals]
 
-    # process_results goes through the evaluator's registry by the row's metric name
+    # process_results goes through the evaluator's registry by the row's metric name: the real one
+    right = task["process_results"](doc, [f"Answer: {doc['answers'][0]}"])["mmlb_score"]
+    wrong_answer = "No" if doc["answers"][0] == "Yes" else "Yes"
+    wrong = task["process_results"](doc, [f"Answer: {wrong_answer}"])["mmlb_score"]
+    assert (right["score"], wrong["score"], right["metric"]) == (1.0, 0.0, "binary_acc")
+    assert task["metric_list"][0]["aggregation"]([right, wrong, right, right]) == 0.75
+    # ... and a stand-in, to check it is looked up by name
     import mmlbdata.evaluation.metrics as registry
 
     class Exact:

@@ -30,8 +30,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"{'config':<36} {'rows':>6} {'img/row':>8} {'min':>7} {'mean':>8} {'max':>7} {'fill':>6}")
     for dist in dists:
         s = dist.summary()
+        fill = f"{s['fill_ratio']:.3f}" if s["rows_with_length"] else "-"
         print(f"{s['config']:<36} {s['rows']:>6} {s['images_per_row']:>8.1f} {s['tokens_min']:>7} "
-              f"{s['tokens_mean']:>8.0f} {s['tokens_max']:>7} {s['fill_ratio']:>6.3f}")
+              f"{s['tokens_mean']:>8.0f} {s['tokens_max']:>7} {fill:>6}")
     if args.plot is not None:
         target = Path(args.plot) if args.plot else folder / "stats.png"
         print(f"plot: {plot_distributions(dists, target, title=folder.name)}")
