@@ -403,3 +403,31 @@ def test_build_without_configs_or_all_is_a_usage_error(tmp_path, capsys):
     assert main(["build", "--all", "--benchmark", "nope", "--out", str(tmp_path)]) == 2
     assert "unknown benchmark 'nope'" in capsys.readouterr().err
     assert (parse_size("500MB"), parse_size("1.5GB"), parse_size("2048")) == (500 * 10**6, 15 * 10**8, 2048)
+
+
+def test_mmlongbench_layout_of_document_pages(tmp_path):
+    """Document-QA rows: page_list files named <doc_id>/page<N>, as the release's loader parses."""
+    from mmlbdata.schema import make_example
+    from mmlbdata.store import ImageStore
+    from mmlbdata.writer import write_config
+
+    store = ImageStore(tmp_path / "store")
+    refs = []
+    for shade in (10, 200):
+        buffer = io.BytesIO()
+        Image.new("RGB", (56, 28), (shade, shade, shade)).save(buffer, format="PNG")
+        refs.append(store.put_bytes(buffer.getvalue(), "png"))
+    meta = {"pages": [["report.pdf", 3], ["report.pdf", 4]], "doc_id": "report.pdf", "answer_format": "Str",
+            "raw": {"question": "What is it?"}}
+    row = make_example(id="q1", dataset="mmlongdoc", length=8192, num_tokens=100, prompt="<image>\n<image>\nQ",
+                       images=refs, question="Based on Document report.pdf, answer. What is it?",
+                       answers=["grey"], metric="docqa", meta=meta)
+    write_config(tmp_path / "built", "mmlongdoc_8k", [row], manifest={"family": "docvqa", "dataset": "mmlongdoc",
+                                                                      "length": 8192})
+    assert main(["export", str(tmp_path / "built"), "--format", "mmlongbench", "--out", str(tmp_path / "rel")]) == 0
+    record = json.loads((tmp_path / "rel" / "mmlb_data" / "documentQA" / "mmlongdoc_K8.jsonl").read_text())
+    assert (record["question"], record["doc_name"], record["answer_format"]) == ("What is it?", "report.pdf", "Str")
+    parsed = [(p.split("/")[-2], p.split("page")[-1].split(".")[0]) for p in record["page_list"]]
+    assert parsed == [("report.pdf", "3"), ("report.pdf", "4")]
+    assert [(tmp_path / "rel" / "mmlb_image" / p).read_bytes() for p in record["page_list"]] == \
+        [r.read_bytes() for r in refs]
