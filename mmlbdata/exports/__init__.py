@@ -54,9 +54,10 @@ def content_name(data: bytes, name: str = "") -> str:
     return f"{digest[:2]}/{digest}.{image_extension(data, name)}"
 
 
-def write_image(root: Path, data: bytes, name: str = "") -> str:
-    """Store ``data`` once under ``root`` by content; returns its path relative to ``root``."""
-    relative = content_name(data, name)
+def write_image(root: Path, data: bytes, name: str = "", relative: Optional[str] = None) -> str:
+    """Store ``data`` once under ``root`` (at ``relative``, default: named by its content);
+    returns its path relative to ``root``."""
+    relative = relative or content_name(data, name)
     target = root / relative
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)

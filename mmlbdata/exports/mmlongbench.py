@@ -70,11 +70,7 @@ def _store_images(image_root: Path, row: dict) -> tuple[list[str], bool]:
         # content-addressed folder, then <doc_id>/page<N>: the release's loader parses both
         digest = content_name(img["bytes"]).split("/")[1].split(".")[0]
         relative = f"{digest[:2]}/{digest}/{doc.replace('/', '_')}/page{page}.{image_extension(img['bytes'])}"
-        target = image_root / relative
-        if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(img["bytes"])
-        paths.append(relative)
+        paths.append(write_image(image_root, img["bytes"], relative=relative))
     return paths, True
 
 
