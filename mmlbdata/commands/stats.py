@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from ..stats import configs_in, folder_distributions, plot_distributions
@@ -35,5 +36,9 @@ def run(args: argparse.Namespace) -> int:
               f"{s['tokens_mean']:>8.0f} {s['tokens_max']:>7} {fill:>6}")
     if args.plot is not None:
         target = Path(args.plot) if args.plot else folder / "stats.png"
-        print(f"plot: {plot_distributions(dists, target, title=folder.name)}")
+        try:
+            print(f"plot: {plot_distributions(dists, target, title=folder.name)}")
+        except ImportError as err:  # matplotlib lives in the `eval` extra
+            print(f"error: {err}; install mmlbdata[eval] for --plot", file=sys.stderr)
+            return 1
     return 0
