@@ -80,25 +80,38 @@ def _upsert(entries: list[dict], entry: dict) -> list[dict]:
 
 def update_readme(out_dir: os.PathLike, config: str, features: Features, stats: ConfigStats) -> Path:
     """Add or replace ``config`` in the folder's README front matter (atomic write)."""
-    path = Path(out_dir) / "README.md"
+    return _upsert_readme(Path(out_dir) / "README.md", [config_yaml_entries(config, features, stats)])
+
+
+def sync_readme(folder: os.PathLike, configs: Optional[list[str]] = None) -> Path:
+    """Make the README's entries of ``configs`` (default: all built) match the shards on disk.
+
+    Used after a resumed build: a crash between a config's move into place and its README update
+    must not leave a complete config unlisted.
+    """
+    from .stats import configs_in
+
+    folder = Path(folder)
+    entries = [yaml_entries_from_parquet(folder, config) for config in configs or configs_in(folder)]
+    return _upsert_readme(folder / "README.md", entries)
+
+
+def _upsert_readme(path: Path, entries: list[tuple[dict, dict]]) -> Path:
+    """Add or replace ``(configs entry, dataset_info entry)`` pairs; other entries and the body stay."""
     with FileLock(str(path) + ".lock"):  # parallel config builds share one README
-        return _update_readme_locked(path, config, features, stats)
-
-
-def _update_readme_locked(path: Path, config: str, features: Features, stats: ConfigStats) -> Path:
-    meta, body = split_front_matter(path.read_text()) if path.exists() else ({}, "")
-    config_entry, info_entry = config_yaml_entries(config, features, stats)
-    configs = meta.get("configs") or []
-    infos = meta.get("dataset_info") or []
-    if isinstance(infos, dict):
-        infos = [infos]
-    meta["configs"] = _upsert(configs, config_entry)
-    meta["dataset_info"] = _upsert(infos, info_entry)
-    if not body.strip() or body.startswith(DEFAULT_BODY_MARK):
-        # the placeholder names the first config in sorted order, so the README does not depend
-        # on which config of a parallel or resumed build finished first
-        body = DEFAULT_BODY.format(config=meta["configs"][0]["config_name"])
-    _write_atomic(path, join_front_matter(meta, body))
+        meta, body = split_front_matter(path.read_text()) if path.exists() else ({}, "")
+        configs = meta.get("configs") or []
+        infos = meta.get("dataset_info") or []
+        if isinstance(infos, dict):
+            infos = [infos]
+        for config_entry, info_entry in entries:
+            configs, infos = _upsert(configs, config_entry), _upsert(infos, info_entry)
+        meta["configs"], meta["dataset_info"] = configs, infos
+        if configs and (not body.strip() or body.startswith(DEFAULT_BODY_MARK)):
+            # the placeholder names the first config in sorted order, so the README does not
+            # depend on which config of a parallel or resumed build finished first
+            body = DEFAULT_BODY.format(config=configs[0]["config_name"])
+        _write_atomic(path, join_front_matter(meta, body))
     return path
 
 
@@ -127,28 +140,6 @@ def yaml_entries_from_parquet(folder: os.PathLike, config: str) -> tuple[dict, d
     dist = config_distribution(Path(folder), config)
     stats = ConfigStats(config, num_rows=len(dist.num_tokens), num_bytes=dist.num_bytes)
     return config_yaml_entries(config, config_features(folder, config), stats)
-
-
-def sync_readme(folder: os.PathLike, configs: Optional[list[str]] = None) -> Path:
-    """Make the README's entries of ``configs`` (default: all built) match the shards on disk.
-
-    Used after a resumed build: a crash between a config's move into place and its README update
-    must not leave a complete config unlisted.
-    """
-    from .stats import configs_in
-
-    folder = Path(folder)
-    path = folder / "README.md"
-    with FileLock(str(path) + ".lock"):
-        meta, body = split_front_matter(path.read_text()) if path.exists() else ({}, "")
-        for config in configs or configs_in(folder):
-            config_entry, info_entry = yaml_entries_from_parquet(folder, config)
-            meta["configs"] = _upsert(meta.get("configs") or [], config_entry)
-            meta["dataset_info"] = _upsert(meta.get("dataset_info") or [], info_entry)
-        if meta.get("configs") and (not body.strip() or body.startswith(DEFAULT_BODY_MARK)):
-            body = DEFAULT_BODY.format(config=meta["configs"][0]["config_name"])
-        _write_atomic(path, join_front_matter(meta, body))
-    return path
 
 
 # -- templates --------------------------------------------------------------------------------
@@ -314,11 +305,6 @@ def _jinja_env(directory: Path):
     return env
 
 
-def _template_body(env, template: CardTemplate):
-    """The Jinja template of ``template`` without its YAML header (the loader would see it)."""
-    return env.from_string(template.source)
-
-
 def render_card(folder: os.PathLike, *, benchmark: Optional[str] = None, repo_id: Optional[str] = None,
                 plot: bool = True, templates_dir: Optional[Path] = None,
                 configs: Optional[list[str]] = None) -> Path:
@@ -353,7 +339,8 @@ def render_card(folder: os.PathLike, *, benchmark: Optional[str] = None, repo_id
         dataset_info=[i for _, i in entries],
     )
     repo = repo_id or "<org>/<name>"
-    body = _template_body(_jinja_env(directory), template).render(
+    # the body without the template's YAML header (the loader would render that too)
+    body = _jinja_env(directory).from_string(template.source).render(
         meta=meta, repo_id=repo, folder_name=folder.name, plot=plot_name, split=SPLIT, **context)
     card = DatasetCard(f"---\n{card_data.to_yaml()}\n---\n\n{body.strip()}\n")
     path = folder / "README.md"
