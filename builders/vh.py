@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterator, Sequence
 
 from mmlbdata.lengths import fill
 from mmlbdata.schema import make_example
 from mmlbdata.seeding import rng as seeded_rng
 from mmlbdata.sources.coco import LAYOUT, CocoImage, read_instances
+from mmlbdata.sources.vhs import LAYOUT as VHS_LAYOUT, VhsQuestion, read_vhs, release_files
+from mmlbdata.store import BadImageError
 from mmlbdata.tokens import IMAGE_PLACEHOLDER
 
 from .base import MMLBBuilder, standard_configs
@@ -163,7 +166,7 @@ class VisualHaystack(MMLBBuilder):
     LICENSE = "COCO annotations CC BY 4.0; images under their Flickr licences"
     CITATION = ("@article{wu2024visual, title={Visual Haystacks: A Vision-Centric Needle-In-A-Haystack "
                 "Benchmark}, author={Wu, Tsung-Han and Biamby, Giscard and others}, year={2024}}")
-    SOURCES = {"coco": LAYOUT}
+    SOURCES = {"coco": LAYOUT, "vhs": VHS_LAYOUT}
     BUILDER_CONFIGS = (
         standard_configs("vh_single", metric="binary_acc", sources=("coco",), num_questions=100,
                          description="VH-Single: one needle image")
@@ -172,6 +175,9 @@ class VisualHaystack(MMLBBuilder):
     )
 
     def generate(self) -> Iterator[dict]:
+        if "vhs" in self.sources:  # the original question files instead of generated questions
+            yield from self.generate_from_release()
+            return
         images = read_instances(self.source("coco"), self.store, self.report)
         if not images:
             raise ValueError(f"no usable COCO image with instances under {self.source('coco')}")
@@ -236,3 +242,65 @@ class VisualHaystack(MMLBBuilder):
         for permutation in range(NUM_PERMUTATIONS):
             positions = sorted(rng.sample(range(total), len(question.needles)))
             yield f"p{permutation}", positions, {"permutation": permutation}
+
+    # -- Visual Haystacks release files (source key ``vhs``) ----------------------------------------
+    # With ``--source vhs=DIR`` the questions and needles come from the release's
+    # ``visual_haystack_{N}.json`` (the largest N, or option ``vhs_size``) instead of being generated;
+    # distractors are the question's ``neg_image`` list taken in order until the budget is filled.
+    # Questions with one needle image go to vh_single, the others to vh_multi.
+
+    def generate_from_release(self) -> Iterator[dict]:
+        files = release_files(self.source("vhs"))
+        size = int(self.option("vhs_size", max(files)))
+        if size not in files:
+            raise ValueError(f"no visual_haystack_{size}.json under {self.source('vhs')} (have {sorted(files)})")
+        want = "single" if self.config.dataset == "vh_single" else "multi"
+        count = 0
+        for question in read_vhs(files[size], self.source("coco"), self.store, self.report):
+            if question.mode != want:
+                continue
+            if self.limit is not None and count >= self.limit:
+                return
+            count += 1
+            yield from self.release_rows(question)
+
+    def release_distractors(self, question: VhsQuestion) -> list:
+        """``neg_image`` in release order, checked as taken, until they surely overfill the budget."""
+        refs, total = [], 0
+        for path in question.distractors:
+            try:
+                ref = self.store.ref(path)
+            except BadImageError as err:
+                self.report.skip(err.path, question.source_id, f"distractor unusable: {err.reason}; left out")
+                continue
+            refs.append(ref)
+            total += self.counter.image(ref.width, ref.height) + 1
+            if total > self.length:
+                break
+        return refs
+
+    def release_rows(self, question: VhsQuestion) -> Iterator[dict]:
+        needles = list(question.needles)
+
+        def measure(selection: list) -> int:
+            prompt = build_prompt(len(selection) + len(needles), question.question)
+            return self.counter.text(prompt) + self.counter.images(needles) + self.counter.images(selection)
+
+        packed = fill(self.release_distractors(question), self.length, measure,
+                      estimate=lambda ref: self.counter.image(ref.width, ref.height) + 1)
+        if packed.exhausted:
+            self.report.skip(question.file, question.source_id,
+                             f"{self.config.name}: the {len(question.distractors)} neg_image distractors fill only "
+                             f"{packed.num_tokens} of {self.length} tokens; question skipped")
+            return
+        total = len(packed.items) + len(needles)
+        prompt = build_prompt(total, question.question)
+        for suffix, positions, extra in self.placements(question, total):
+            yield make_example(
+                id=f"{question.source_id}_{suffix}", dataset=self.config.dataset, length=self.length,
+                num_tokens=packed.num_tokens, prompt=prompt,
+                images=insert_needles(packed.items, needles, positions), question=question.question,
+                answers=[question.answer], metric=self.config.metric,
+                meta={"source_id": question.source_id, "needle_indices": list(positions),
+                      "needle_images": [f"{Path(n.path).parent.name}/{Path(n.path).stem}" for n in needles],
+                      "release_file": question.file.name, "next_num_tokens": packed.next_num_tokens, **extra})

@@ -150,18 +150,28 @@ class ImageStore:
         image.save(buffer, format=fmt, **save_kwargs)
         return self.put_bytes(buffer.getvalue(), "jpg" if fmt.upper() in ("JPEG", "JPG") else fmt.lower())
 
+    def _recipe_entry(self, recipe_key: str) -> Path:
+        digest = hashlib.sha256(recipe_key.encode("utf-8")).hexdigest()
+        return self.recipes / digest[:2] / f"{digest}.json"
+
+    def lookup(self, recipe_key: str) -> Optional[ImageRef]:
+        """The image ``recipe_key`` made earlier, or None (lets callers batch what is missing)."""
+        entry = self._recipe_entry(recipe_key)
+        if not entry.exists():
+            return None
+        try:
+            record = json.loads(entry.read_text())
+            path = self.root / record["object"]
+        except (ValueError, KeyError):
+            return None  # a damaged entry is simply rebuilt
+        return ImageRef(str(path), record["width"], record["height"]) if path.exists() else None
+
     def cached(self, recipe_key: str, produce: Callable[[], tuple[bytes, str]]) -> ImageRef:
         """The image made by ``recipe_key``, produced (``-> (bytes, ext)``) only the first time."""
-        digest = hashlib.sha256(recipe_key.encode("utf-8")).hexdigest()
-        entry = self.recipes / digest[:2] / f"{digest}.json"
-        if entry.exists():
-            try:
-                record = json.loads(entry.read_text())
-                path = self.root / record["object"]
-                if path.exists():
-                    return ImageRef(str(path), record["width"], record["height"])
-            except (ValueError, KeyError):
-                pass  # a damaged entry is simply rebuilt
+        found = self.lookup(recipe_key)
+        if found is not None:
+            return found
+        entry = self._recipe_entry(recipe_key)
         data, ext = produce()
         ref = self.put_bytes(data, ext)
         record = {"recipe": recipe_key, "object": os.path.relpath(ref.path, self.root),

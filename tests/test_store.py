@@ -60,7 +60,9 @@ def test_cached_produces_once_and_survives_a_new_store(tmp_path):
         calls.append(1)
         return _jpeg_bytes((30, 20)), "jpg"
 
+    assert ImageStore(tmp_path).lookup("page:abc:p3:144dpi") is None
     first = ImageStore(tmp_path).cached("page:abc:p3:144dpi", produce)
+    assert ImageStore(tmp_path).lookup("page:abc:p3:144dpi") == first
     second = ImageStore(tmp_path).cached("page:abc:p3:144dpi", produce)
     assert first == second and len(calls) == 1 and (first.width, first.height) == (30, 20)
     shutil.rmtree(tmp_path / "objects")  # a lost object is rebuilt, not returned dangling

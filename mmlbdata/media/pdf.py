@@ -246,24 +246,8 @@ def render_page_refs(store, pages: Sequence[tuple[str | os.PathLike, int]],
                      dpi: int = DEFAULT_DPI, num_proc: int = 1) -> list:
     """:func:`render_pages` for pages of several PDFs at once (one parallel batch for all)."""
     keys = {(str(path), i): recipe_key(pdf_sha256(path), i, dpi) for path, i in pages}
-    refs = {job: _lookup(store, key) for job, key in keys.items()}
+    refs = {job: store.lookup(key) for job, key in keys.items()}
     missing = sorted(job for job, ref in refs.items() if ref is None)
     for job, data in zip(missing, iter_render_jobs(missing, dpi, num_proc)):
         refs[job] = store.cached(keys[job], lambda data=data: (data, "png"))
     return [refs[(str(path), i)] for path, i in pages]
-
-
-class _NotCached(Exception):
-    """Raised by a producer that must not produce: the recipe is not in the store yet."""
-
-
-def _not_cached() -> tuple[bytes, str]:
-    raise _NotCached
-
-
-def _lookup(store, key: str):
-    """The store's ImageRef for ``key``, or None when it has not been produced (no rendering)."""
-    try:
-        return store.cached(key, _not_cached)
-    except _NotCached:
-        return None
