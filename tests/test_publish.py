@@ -431,3 +431,15 @@ def test_mmlongbench_layout_of_document_pages(tmp_path):
     assert parsed == [("report.pdf", "3"), ("report.pdf", "4")]
     assert [(tmp_path / "rel" / "mmlb_image" / p).read_bytes() for p in record["page_list"]] == \
         [r.read_bytes() for r in refs]
+
+
+def test_every_registered_family_has_exactly_one_card_template():
+    from mmlbdata.card import benchmark_families
+    from mmlbdata.registry import families
+
+    covering = {}
+    for benchmark, names in benchmark_families().items():
+        for family in names:
+            covering.setdefault(family, []).append(benchmark)
+    assert {f: covering.get(f, []) for f in families() if len(covering.get(f, [])) != 1} == {}
+    assert set(benchmark_families()) == {"mmlongbench", "mmneedle", "mmlongbench_doc", "readbench", "longvideobench"}
