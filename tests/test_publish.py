@@ -443,3 +443,18 @@ def test_every_registered_family_has_exactly_one_card_template():
             covering.setdefault(family, []).append(benchmark)
     assert {f: covering.get(f, []) for f in families() if len(covering.get(f, [])) != 1} == {}
     assert set(benchmark_families()) == {"mmlongbench", "mmneedle", "mmlongbench_doc", "readbench", "longvideobench"}
+
+
+def test_build_all_script_builds_then_writes_the_card(tmp_path, coco_mini, tokenizer_path):
+    mmlb = Path(sys.executable).with_name("mmlb")
+    if not mmlb.exists():
+        pytest.skip("the mmlb console script is not installed beside this interpreter")
+    (tmp_path / "sources").mkdir()
+    (tmp_path / "sources" / "coco").symlink_to(coco_mini)
+    script = Path(__file__).resolve().parents[1] / "scripts" / "build_all.sh"
+    run = subprocess.run([str(script), "mmlongbench", str(tmp_path / "sources"), str(tmp_path / "out"),
+                          "--limit", "1", "--tokenizer", str(tokenizer_path), "--cache-dir", str(tmp_path / "c"),
+                          "vh_single_8k"], capture_output=True, text=True, env={**os.environ, "MMLB": str(mmlb)})
+    assert run.returncode == 0, run.stderr
+    assert "total: 1/1 configs" in run.stdout and (tmp_path / "out" / "stats.png").is_file()
+    assert "## Known differences" in (tmp_path / "out" / "README.md").read_text()
