@@ -3,18 +3,27 @@
 One config at a time per process: resolve it, construct its builder, stream its rows through the
 writer (progress bar), record the manifest. ``num_proc > 1`` builds several configs in parallel
 worker processes; the README is always updated by the writer of each config under a file lock.
+
+:func:`build_all` (``mmlb build --all``) builds every config of a benchmark from one sources folder
+and is resumable: a config whose manifest records the requested parameters and whose shards are
+all there is kept; anything else is rebuilt. The writer only moves a complete config into place,
+so a crash leaves either the previous complete config or nothing (its ``.partial`` staging folder
+is wiped when the config is rebuilt).
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Optional
 
-from .registry import resolve
+from . import __version__
+from .registry import UnknownConfigError, resolve
 from .report import BuildReport
 from .store import ImageStore
 from .writer import ConfigStats, write_config
@@ -29,6 +38,7 @@ class ConfigResult:
     stats: Optional[ConfigStats] = None
     error: str = ""
     report: dict[str, Any] = field(default_factory=dict)
+    status: str = ""  # built, kept (resumed build), failed, missing sources
 
 
 class EmptyBuildError(RuntimeError):
@@ -68,9 +78,11 @@ def build_config(
     tokenizer: Optional[os.PathLike] = None,
     progress: bool = True,
     num_proc: int = 1,
+    shard_bytes: Optional[int] = None,
 ) -> ConfigResult:
     """Build one config into ``out_dir``; errors become a failed :class:`ConfigResult`."""
     entry = resolve(name)
+    writer_options = {"shard_bytes": shard_bytes} if shard_bytes else {}
     report = BuildReport()
     try:
         counter = None
@@ -81,19 +93,26 @@ def build_config(
         builder = entry.builder(entry.name, sources=sources, seed=seed, limit=limit, options=options,
                                 store=ImageStore(store_root), counter=counter, report=report,
                                 num_proc=num_proc)
-        manifest = {
-            "family": entry.family, "dataset": entry.config.dataset, "length": entry.config.length,
-            "metric": entry.config.metric, "seed": seed, "limit": limit,
-            "options": {**entry.config.options, **dict(options or {})},
-            "sources": {k: Path(v).name for k, v in sorted(sources.items()) if k in entry.config.sources},
-        }
+        manifest = build_parameters(entry, sources, seed=seed, limit=limit, options=options)
         rows = _count_rows(_progress(builder.generate(), entry.name, progress), entry.name)
         stats = write_config(out_dir, entry.name, rows, builder.info.features,
-                             manifest={**manifest, "report": report.to_dict()})
-        return ConfigResult(entry.name, True, stats, report=report.to_dict())
+                             manifest={**manifest, "report": report.to_dict()}, **writer_options)
+        return ConfigResult(entry.name, True, stats, report=report.to_dict(), status="built")
     except Exception as err:  # one broken config must not stop the others
         logger.debug("build of %s failed:\n%s", name, traceback.format_exc())
-        return ConfigResult(entry.name, False, error=f"{type(err).__name__}: {err}", report=report.to_dict())
+        return ConfigResult(entry.name, False, error=f"{type(err).__name__}: {err}", report=report.to_dict(),
+                            status="failed")
+
+
+def build_parameters(entry: Any, sources: Mapping[str, os.PathLike], *, seed: int = 0,
+                     limit: Optional[int] = None, options: Optional[Mapping[str, Any]] = None) -> dict:
+    """What a config's manifest records about how it was requested (compared on resume)."""
+    return {
+        "family": entry.family, "dataset": entry.config.dataset, "length": entry.config.length,
+        "metric": entry.config.metric, "seed": seed, "limit": limit,
+        "options": {**entry.config.options, **dict(options or {})},
+        "sources": {k: Path(v).name for k, v in sorted(sources.items()) if k in entry.config.sources},
+    }
 
 
 def build_configs(names: list[str], sources: Mapping[str, os.PathLike], out_dir: os.PathLike, *,
@@ -111,3 +130,122 @@ def build_configs(names: list[str], sources: Mapping[str, os.PathLike], out_dir:
             results[result.config] = result
             logger.info("%s: %s", result.config, "done" if result.ok else result.error)
     return [results[n] for n in names]
+
+
+# -- full, resumable builds -------------------------------------------------------------------
+RESUME_KEYS = ("family", "dataset", "length", "metric", "seed", "limit", "options", "sources")
+
+
+def _normalized(value: Any) -> Any:
+    """As the manifest stores it (JSON), so tuples and lists, ints and strings compare alike."""
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
+
+
+def completed_stats(out_dir: os.PathLike, name: str, requested: Mapping[str, Any]) -> Optional[ConfigStats]:
+    """The stats of ``name`` if it is built with ``requested`` parameters and all its shards are there.
+
+    The check is cheap (manifest fields, shard names and sizes); the writer's atomic move already
+    guarantees a listed config is complete, this guards against a manifest left from another build.
+    """
+    from .stats import shard_files
+    from .writer import read_manifest
+
+    manifest = read_manifest(out_dir, name)
+    if not manifest or manifest.get("mmlbdata_version") != __version__:
+        return None
+    if any(_normalized(manifest.get(k)) != _normalized(requested.get(k)) for k in RESUME_KEYS):
+        return None
+    stats = manifest.get("stats") or {}
+    files = shard_files(Path(out_dir), name)
+    total = stats.get("num_shards", -1)
+    expected = [f"test-{i:05d}-of-{total:05d}.parquet" for i in range(max(total, 0))]
+    if [f.name for f in files] != expected or sum(f.stat().st_size for f in files) != stats.get("num_bytes"):
+        return None
+    known = {f.name for f in dataclass_fields(ConfigStats)}
+    return ConfigStats(**{k: v for k, v in stats.items() if k in known})
+
+
+def select_configs(*, benchmark: Optional[str] = None, families: Optional[list[str]] = None,
+                   patterns: Optional[list[str]] = None) -> list[str]:
+    """Every registered config of ``benchmark`` (its card template's families) or ``families``."""
+    import fnmatch
+
+    from .registry import all_configs
+
+    wanted = set(families or [])
+    if benchmark:
+        from .card import benchmark_families
+
+        known = benchmark_families()
+        if benchmark not in known:
+            raise UnknownConfigError(f"unknown benchmark {benchmark!r}; known: {', '.join(known)}")
+        wanted |= set(known[benchmark])
+    names = [name for name, entry in all_configs().items() if not wanted or entry.family in wanted]
+    if patterns:
+        names = [n for n in names if any(fnmatch.fnmatch(n, p) for p in patterns)]
+    return names
+
+
+def sources_from_dir(sources_dir: Optional[os.PathLike], explicit: Mapping[str, os.PathLike]) -> dict[str, Path]:
+    """``sources_dir/<key>`` for every key that exists there; explicit ``--source`` paths win."""
+    found: dict[str, Path] = {}
+    if sources_dir is not None:
+        for path in sorted(Path(sources_dir).iterdir()):
+            if path.is_dir() or path.is_symlink():
+                found[path.name] = path
+    found.update({k: Path(v) for k, v in explicit.items()})
+    return found
+
+
+def build_all(names: list[str], sources: Mapping[str, os.PathLike], out_dir: os.PathLike, *,
+              num_proc: int = 1, force: bool = False, seed: int = 0, limit: Optional[int] = None,
+              options: Optional[Mapping[str, Any]] = None, **kwargs: Any) -> list[ConfigResult]:
+    """Build ``names`` into ``out_dir``, keeping those already complete with the same parameters.
+
+    Configs whose sources are absent are reported (status ``missing sources``), not attempted.
+    """
+    from .card import sync_readme
+
+    results: dict[str, ConfigResult] = {}
+    todo = []
+    for name in names:
+        entry = resolve(name)
+        missing = [k for k in entry.config.sources if k not in sources]
+        if missing:
+            results[name] = ConfigResult(name, False, error=f"no source folder for {', '.join(missing)}",
+                                         status="missing sources")
+            continue
+        requested = build_parameters(entry, sources, seed=seed, limit=limit, options=options)
+        stats = None if force else completed_stats(out_dir, name, requested)
+        if stats is not None:
+            results[name] = ConfigResult(name, True, stats, status="kept")
+        else:
+            todo.append(name)
+    kept = [n for n, r in results.items() if r.status == "kept"]
+    if kept:  # a crash after a config's move but before its README update must not unlist it
+        sync_readme(out_dir, kept)
+    if todo:
+        built = build_configs(todo, sources, out_dir, num_proc=num_proc, seed=seed, limit=limit,
+                              options=options, **kwargs)
+        results.update({r.config: r for r in built})
+    return [results[n] for n in names]
+
+
+def summary_table(results: list[ConfigResult], seconds: float) -> str:
+    """The final table of a full build: configs, rows, images, bytes, time."""
+    lines = [f"{'config':<36} {'status':<16} {'rows':>7} {'images':>8} {'bytes':>13} {'time(s)':>8}"]
+    totals = [0, 0, 0]
+    for r in results:
+        if r.ok and r.stats is not None:
+            s = r.stats
+            totals = [totals[0] + s.num_rows, totals[1] + s.num_images, totals[2] + s.num_bytes]
+            took = f"{s.seconds:.1f}" if r.status == "built" else "-"
+            lines.append(f"{r.config:<36} {r.status:<16} {s.num_rows:>7} {s.num_images:>8} "
+                         f"{s.num_bytes:>13,} {took:>8}")
+        else:
+            first_line = r.error.splitlines()[0] if r.error else ""
+            lines.append(f"{r.config:<36} {r.status or 'failed':<16} {first_line}")
+    ok = sum(r.ok for r in results)
+    lines.append(f"{f'total: {ok}/{len(results)} configs':<53} {totals[0]:>7} {totals[1]:>8} "
+                 f"{totals[2]:>13,} {seconds:>8.1f}")
+    return "\n".join(lines)

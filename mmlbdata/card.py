@@ -1,15 +1,25 @@
-"""The dataset README: YAML front matter that makes ``load_dataset(folder, config)`` work.
+"""The dataset README: YAML front matter that makes ``load_dataset(folder, config)`` work, and the card.
 
-``configs`` maps each config to its parquet files (split ``test``); ``dataset_info`` carries the
-features and split sizes, written with ``datasets``' own ``DatasetInfo._to_yaml_dict`` so the
-Hub and ``datasets`` read it exactly as they read their own cards. A build into an existing
-folder adds or replaces its configs' entries and keeps the others and the card's body.
+Two layers:
+
+* :func:`update_readme` (called by the writer after every config): ``configs`` maps each config to
+  its parquet files (split ``test``); ``dataset_info`` carries the features and split sizes,
+  written with ``datasets``' own ``DatasetInfo._to_yaml_dict`` so the Hub and ``datasets`` read it
+  exactly as they read their own cards. Other configs' entries and the card's body are kept.
+* :func:`render_card` (``mmlb card DIR``): the full card of one benchmark, from a template in
+  ``cards/`` (Jinja2) and what every built folder has: the manifests (family, dataset, metric,
+  options, report) and the parquet rows (statistics recomputed by :mod:`mmlbdata.stats`, never
+  decoding an image). A template starts with its own YAML header (benchmark name, the families it
+  covers, task categories, source licences, citations) followed by a Jinja body that extends
+  ``_base.md.jinja``; adding a benchmark means adding one such file.
 """
 from __future__ import annotations
 
+import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import yaml
 from filelock import FileLock
@@ -17,21 +27,26 @@ from datasets import Features
 from datasets.info import DatasetInfo
 from datasets.splits import SplitDict, SplitInfo
 
-from .writer import SPLIT, ConfigStats, data_files_pattern
+from .writer import SPLIT, ConfigStats, data_files_pattern, read_manifest
 
-DEFAULT_BODY = """
+DEFAULT_BODY_MARK = "<!-- mmlb:default-body -->"
+DEFAULT_BODY = DEFAULT_BODY_MARK + """
 # mmlb
 
 Long-context multimodal benchmark configs built with mmlbdata: every example is filled to its
 token budget by the unified counter (Llama-2 text tokens + one image token per 28x28 pixels).
+Run `mmlb card` on this folder for the full card.
 
 ```python
 from datasets import load_dataset
 ds = load_dataset("<this folder, or org/name on the Hub>", "{config}", split="test")
 ```
 """
+PLOT_NAME = "stats.png"
+BASE_TEMPLATE = "_base.md.jinja"
 
 
+# -- front matter -----------------------------------------------------------------------------
 def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     """``(yaml_dict, body)`` of a README; a README without front matter has an empty dict."""
     if text.startswith("---"):
@@ -65,23 +80,270 @@ def _upsert(entries: list[dict], entry: dict) -> list[dict]:
 
 def update_readme(out_dir: os.PathLike, config: str, features: Features, stats: ConfigStats) -> Path:
     """Add or replace ``config`` in the folder's README front matter (atomic write)."""
-    path = Path(out_dir) / "README.md"
+    return _upsert_readme(Path(out_dir) / "README.md", [config_yaml_entries(config, features, stats)])
+
+
+def sync_readme(folder: os.PathLike, configs: Optional[list[str]] = None) -> Path:
+    """Make the README's entries of ``configs`` (default: all built) match the shards on disk.
+
+    Used after a resumed build: a crash between a config's move into place and its README update
+    must not leave a complete config unlisted.
+    """
+    from .stats import configs_in
+
+    folder = Path(folder)
+    entries = [yaml_entries_from_parquet(folder, config) for config in configs or configs_in(folder)]
+    return _upsert_readme(folder / "README.md", entries)
+
+
+def _upsert_readme(path: Path, entries: list[tuple[dict, dict]]) -> Path:
+    """Add or replace ``(configs entry, dataset_info entry)`` pairs; other entries and the body stay."""
     with FileLock(str(path) + ".lock"):  # parallel config builds share one README
-        return _update_readme_locked(path, config, features, stats)
+        meta, body = split_front_matter(path.read_text()) if path.exists() else ({}, "")
+        configs = meta.get("configs") or []
+        infos = meta.get("dataset_info") or []
+        if isinstance(infos, dict):
+            infos = [infos]
+        for config_entry, info_entry in entries:
+            configs, infos = _upsert(configs, config_entry), _upsert(infos, info_entry)
+        meta["configs"], meta["dataset_info"] = configs, infos
+        if configs and (not body.strip() or body.startswith(DEFAULT_BODY_MARK)):
+            # the placeholder names the first config in sorted order, so the README does not
+            # depend on which config of a parallel or resumed build finished first
+            body = DEFAULT_BODY.format(config=configs[0]["config_name"])
+        _write_atomic(path, join_front_matter(meta, body))
+    return path
 
 
-def _update_readme_locked(path: Path, config: str, features: Features, stats: ConfigStats) -> Path:
-    meta, body = split_front_matter(path.read_text()) if path.exists() else ({}, "")
-    config_entry, info_entry = config_yaml_entries(config, features, stats)
-    configs = meta.get("configs") or []
-    infos = meta.get("dataset_info") or []
-    if isinstance(infos, dict):
-        infos = [infos]
-    meta["configs"] = _upsert(configs, config_entry)
-    meta["dataset_info"] = _upsert(infos, info_entry)
-    if not body.strip():
-        body = DEFAULT_BODY.format(config=config)
-    tmp = path.with_suffix(".md.tmp")
-    tmp.write_text(join_front_matter(meta, body))
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
     os.replace(tmp, path)
+
+
+def config_features(folder: os.PathLike, config: str) -> Features:
+    """A built config's features, from its first shard's schema metadata (no row read)."""
+    import pyarrow.parquet as pq
+
+    from .stats import shard_files
+
+    files = shard_files(Path(folder), config)
+    if not files:
+        raise FileNotFoundError(f"{folder}/data/{config}: no parquet shard")
+    return Features.from_arrow_schema(pq.read_schema(files[0]))
+
+
+def yaml_entries_from_parquet(folder: os.PathLike, config: str) -> tuple[dict, dict]:
+    """``configs`` / ``dataset_info`` entries recomputed from the shards on disk."""
+    from .stats import config_distribution
+
+    dist = config_distribution(Path(folder), config)
+    stats = ConfigStats(config, num_rows=len(dist.num_tokens), num_bytes=dist.num_bytes)
+    return config_yaml_entries(config, config_features(folder, config), stats)
+
+
+# -- templates --------------------------------------------------------------------------------
+def cards_dir() -> Path:
+    """``$MMLB_CARDS_DIR``, else ``cards/`` at the root of the source checkout."""
+    env = os.environ.get("MMLB_CARDS_DIR")
+    return Path(env) if env else Path(__file__).resolve().parents[1] / "cards"
+
+
+def _templates_folder(directory: Optional[Path]) -> Path:
+    folder = Path(directory or cards_dir())
+    if not (folder / BASE_TEMPLATE).is_file():
+        raise FileNotFoundError(f"card templates not found in {folder} (no {BASE_TEMPLATE}): run from a source "
+                                "checkout, or point MMLB_CARDS_DIR / --templates at its cards/ folder")
+    return folder
+
+
+@dataclass
+class CardTemplate:
+    """One benchmark's template: its YAML header (``meta``) and its Jinja body (``source``)."""
+
+    name: str
+    meta: dict[str, Any]
+    source: str
+    path: Path
+
+    @property
+    def families(self) -> list[str]:
+        return list(self.meta.get("families") or [])
+
+
+def load_templates(directory: Optional[Path] = None) -> dict[str, CardTemplate]:
+    """Every ``cards/<name>.md.jinja`` except the ``_`` partials, by name."""
+    directory = _templates_folder(directory)
+    templates = {}
+    for path in sorted(directory.glob("*.md.jinja")):
+        if path.name.startswith("_"):
+            continue
+        meta, body = split_front_matter(path.read_text())
+        if "benchmark" not in meta:
+            raise ValueError(f"{path}: the template's YAML header needs a 'benchmark' key")
+        name = path.name[: -len(".md.jinja")]
+        templates[name] = CardTemplate(name, meta, body, path)
+    return templates
+
+
+def benchmark_families(directory: Optional[Path] = None) -> dict[str, list[str]]:
+    """Benchmark template name -> the builder families it covers (``mmlb build --all``)."""
+    return {name: t.families for name, t in load_templates(directory).items()}
+
+
+def select_template(families: set[str], name: Optional[str] = None,
+                    directory: Optional[Path] = None) -> CardTemplate:
+    """The named template, else the one whose ``families`` cover every family of the folder."""
+    templates = load_templates(directory)
+    if name:
+        if name not in templates:
+            raise KeyError(f"no card template {name!r}; known: {', '.join(templates)}")
+        return templates[name]
+    matches = [t for t in templates.values() if families and families <= set(t.families)]
+    if len(matches) == 1:
+        return matches[0]
+    known = ", ".join(f"{n} ({', '.join(t.families)})" for n, t in templates.items())
+    why = "several templates match" if matches else "no template covers all of them"
+    raise LookupError(f"families {sorted(families)}: {why}; pass --benchmark (templates: {known})")
+
+
+# -- the card ---------------------------------------------------------------------------------
+def size_category(rows: int) -> str:
+    """The Hub's ``size_categories`` bucket of a row count."""
+    for limit, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
+                         (1_000_000, "100K<n<1M"), (10_000_000, "1M<n<10M")):
+        if rows < limit:
+            return label
+    return "n>10M"
+
+
+def human_bytes(num: int) -> str:
+    value = float(num)
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if value < 1000 or unit == "TB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{num} B"
+
+
+def format_stats(summary: dict) -> dict[str, str]:
+    """The card's rendering of one config's statistics (tests parse it back)."""
+    return {
+        "rows": str(summary["rows"]),
+        "images": str(summary["images"]),
+        "images_per_row": f"{summary['images_per_row']:.1f}",
+        "tokens_min": str(summary["tokens_min"]),
+        "tokens_mean": f"{summary['tokens_mean']:.1f}",
+        "tokens_max": str(summary["tokens_max"]),
+        "fill_ratio": f"{summary['fill_ratio']:.3f}" if summary.get("rows_with_length", 1) else "-",
+        "size": human_bytes(summary["bytes"]),
+    }
+
+
+def _family_info(family: str) -> dict[str, str]:
+    """Description, homepage, licence and citation the family's builder declares (if installed)."""
+    try:
+        from .registry import families
+
+        builder = families().get(family)
+    except Exception:  # a broken third-party entry point must not break the card
+        builder = None
+    if builder is None:
+        return {"name": family}
+    return {"name": family, "description": builder.DESCRIPTION, "homepage": builder.HOMEPAGE,
+            "license": builder.LICENSE, "citation": builder.CITATION,
+            "sources": ", ".join(builder.SOURCES)}
+
+
+def card_context(folder: os.PathLike, configs: Optional[list[str]] = None) -> dict[str, Any]:
+    """Everything a template can use, from the manifests and the parquet files."""
+    from .stats import config_distribution, configs_in
+
+    folder = Path(folder)
+    names = configs or configs_in(folder)
+    if not names:
+        raise FileNotFoundError(f"no built config under {folder}/data")
+    rows, dists = [], []
+    for name in names:
+        dist = config_distribution(folder, name)
+        dists.append(dist)
+        summary = dist.summary()
+        manifest = read_manifest(folder, name) or {}
+        report = manifest.get("report") or {}
+        rows.append({
+            "name": name, "family": manifest.get("family", ""), "dataset": manifest.get("dataset", ""),
+            "length": manifest.get("length"), "metric": manifest.get("metric", ""),
+            "options": manifest.get("options") or {}, "seed": manifest.get("seed"),
+            "limit": manifest.get("limit"), "sources": manifest.get("sources") or {},
+            "skipped": report.get("num_skipped", 0), "notes": report.get("notes") or [],
+            "stats": summary, "fmt": format_stats(summary),
+        })
+    family_names = sorted({r["family"] for r in rows if r["family"]})
+    datasets: dict[tuple, dict] = {}  # configs sharing a dataset and its build parameters
+    for r in rows:
+        key = (r["dataset"], r["family"], r["metric"], json.dumps(r["options"], sort_keys=True, default=str))
+        entry = datasets.setdefault(key, {"name": r["dataset"], "family": r["family"], "metric": r["metric"],
+                                          "options": r["options"], "configs": []})
+        entry["configs"].append(r["name"])
+    total_rows = sum(r["stats"]["rows"] for r in rows)
+    return {
+        "configs": rows, "datasets": list(datasets.values()), "dists": dists,
+        "families": [_family_info(f) for f in family_names], "family_names": family_names,
+        "total_rows": total_rows, "total_images": sum(r["stats"]["images"] for r in rows),
+        "total_bytes": human_bytes(sum(r["stats"]["bytes"] for r in rows)),
+        "metrics": sorted({r["metric"] for r in rows if r["metric"]}),
+        "notes": sorted({n for r in rows for n in r["notes"]}),
+    }
+
+
+def _jinja_env(directory: Path):
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(directory)), undefined=jinja2.StrictUndefined,
+                             keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+    env.filters["tojson"] = lambda value: json.dumps(value, sort_keys=True)
+    return env
+
+
+def render_card(folder: os.PathLike, *, benchmark: Optional[str] = None, repo_id: Optional[str] = None,
+                plot: bool = True, templates_dir: Optional[Path] = None,
+                configs: Optional[list[str]] = None) -> Path:
+    """Write ``folder/README.md`` (and ``stats.png`` with ``plot``) for the folder's benchmark."""
+    from huggingface_hub import DatasetCard, DatasetCardData
+
+    folder = Path(folder)
+    directory = _templates_folder(templates_dir)
+    context = card_context(folder, configs)
+    template = select_template(set(context["family_names"]), benchmark, directory)
+    meta = template.meta
+    plot_name = None
+    if plot:
+        from .stats import plot_distributions
+
+        plot_distributions(context["dists"], folder / PLOT_NAME, title=meta.get("pretty_name", ""))
+        plot_name = PLOT_NAME
+    from .stats import configs_in
+
+    # the YAML lists every built config, even when the body describes a subset
+    entries = [yaml_entries_from_parquet(folder, name) for name in configs_in(folder)]
+    licenses = sorted({v["id"] if isinstance(v, dict) else str(v)
+                       for v in (meta.get("licenses") or {}).values()}) or ["other"]
+    card_data = DatasetCardData(
+        pretty_name=meta.get("pretty_name", meta["benchmark"]),
+        license=licenses,
+        language=meta.get("language", ["en"]),
+        task_categories=meta.get("task_categories", []),
+        size_categories=[size_category(context["total_rows"])],
+        tags=meta.get("tags", []),
+        configs=[c for c, _ in entries],
+        dataset_info=[i for _, i in entries],
+    )
+    repo = repo_id or "<org>/<name>"
+    # the body without the template's YAML header (the loader would render that too)
+    body = _jinja_env(directory).from_string(template.source).render(
+        meta=meta, repo_id=repo, folder_name=folder.name, plot=plot_name, split=SPLIT, **context)
+    card = DatasetCard(f"---\n{card_data.to_yaml()}\n---\n\n{body.strip()}\n")
+    path = folder / "README.md"
+    with FileLock(str(path) + ".lock"):
+        _write_atomic(path, str(card))
     return path

@@ -1,13 +1,22 @@
-"""Statistics of built configs, recomputed from the parquet files (the source of truth)."""
+"""Statistics of built configs, recomputed from the parquet files (the source of truth).
+
+Only cheap columns are read: ``num_tokens``/``length``/``dataset`` and the image *paths* (the
+nested ``images.list.element.path`` column), never the image bytes, so statistics of a 100 GB
+folder take seconds. Cards, ``mmlb stats`` and the build summary all use these numbers.
+"""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .writer import SPLIT
+
+IMAGE_PATH_COLUMN = "images.list.element.path"
 
 
 def configs_in(folder: Path) -> list[str]:
@@ -23,35 +32,130 @@ def shard_files(folder: Path, config: str) -> list[Path]:
 
 def config_stats(folder: Path, config: str) -> dict:
     """Rows, images per row, token length min/mean/max, mean fill ratio (tokens / length)."""
+    return config_distribution(folder, config).summary()
+
+
+@dataclass
+class Distribution:
+    """Per-row values of one config (no image bytes): what statistics and plots are made of."""
+
+    config: str
+    num_tokens: list[int] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
+    images: list[int] = field(default_factory=list)  # images per row
+    datasets: list[str] = field(default_factory=list)
+    num_bytes: int = 0
+    num_shards: int = 0
+
+    def summary(self) -> dict:
+        rows = len(self.num_tokens)
+        images = sum(self.images)
+        tokens = pa.array(self.num_tokens, pa.int64())
+        fill = [t / n for t, n in zip(self.num_tokens, self.lengths) if n]
+        return {
+            "config": self.config,
+            "rows": rows,
+            "images": images,
+            "images_per_row": images / rows if rows else 0.0,
+            "tokens_min": pc.min(tokens).as_py() if rows else 0,
+            "tokens_max": pc.max(tokens).as_py() if rows else 0,
+            "tokens_mean": pc.mean(tokens).as_py() if rows else 0.0,
+            "fill_ratio": sum(fill) / len(fill) if fill else 0.0,
+            "rows_with_length": len(fill),  # 0 for a length-free (original benchmark) config
+            "bytes": self.num_bytes,
+            "shards": self.num_shards,
+        }
+
+
+def config_distribution(folder: Path, config: str) -> Distribution:
+    """Read the cheap columns of every shard of ``config``."""
     files = shard_files(folder, config)
     if not files:
         raise FileNotFoundError(f"{folder}/data/{config}: no parquet shard")
-    table = pa.concat_tables([pq.read_table(f, columns=["num_tokens", "length"]) for f in files])
-    rows = table.num_rows
-    images = sum(_image_count(f) for f in files)
-    tokens = table.column("num_tokens")
-    lengths = table.column("length")
-    fill = pc.mean(pc.divide(pc.cast(tokens, "double"), pc.cast(lengths, "double"))).as_py() if rows else 0.0
-    return {
-        "config": config,
-        "rows": rows,
-        "images": images,
-        "images_per_row": images / rows if rows else 0.0,
-        "tokens_min": pc.min(tokens).as_py() if rows else 0,
-        "tokens_max": pc.max(tokens).as_py() if rows else 0,
-        "tokens_mean": pc.mean(tokens).as_py() if rows else 0.0,
-        "fill_ratio": fill or 0.0,
-    }
+    dist = Distribution(config, num_shards=len(files))
+    for path in files:
+        parquet = pq.ParquetFile(path)
+        columns = ["num_tokens", "length", "dataset"]
+        has_images = _has_column(parquet, IMAGE_PATH_COLUMN)
+        table = parquet.read(columns=columns + ([IMAGE_PATH_COLUMN] if has_images else []))
+        dist.num_tokens += table.column("num_tokens").to_pylist()
+        dist.lengths += [n or 0 for n in table.column("length").to_pylist()]
+        dist.datasets += table.column("dataset").to_pylist()
+        if has_images:
+            dist.images += pc.list_value_length(table.column("images")).fill_null(0).to_pylist()
+        else:
+            dist.images += [0] * table.num_rows
+        dist.num_bytes += path.stat().st_size
+    return dist
 
 
-def _image_count(path: Path) -> int:
-    """Images in a shard from the list offsets of ``images``, never reading image bytes."""
-    meta = pq.ParquetFile(path).metadata
-    total = 0
-    for rg in range(meta.num_row_groups):
-        group = meta.row_group(rg)
-        for col in range(group.num_columns):
-            column = group.column(col)
-            if column.path_in_schema.startswith("images.") and column.path_in_schema.endswith("path"):
-                total += column.num_values
-    return total
+def _has_column(parquet: pq.ParquetFile, dotted: str) -> bool:
+    meta = parquet.metadata
+    return any(meta.schema.column(i).path == dotted for i in range(meta.num_columns))
+
+
+def folder_distributions(folder: Path, configs: Optional[list[str]] = None) -> list[Distribution]:
+    return [config_distribution(folder, name) for name in (configs or configs_in(folder))]
+
+
+def length_label(tokens: int) -> str:
+    """``8192 -> '8k'``; a length-free config (0) is ``'orig'``."""
+    if not tokens:
+        return "orig"
+    return f"{tokens // 1024}k" if tokens % 1024 == 0 else str(tokens)
+
+
+def plot_distributions(dists: list[Distribution], out_png: Path, title: str = "") -> Path:
+    """Two panels: token lengths per length budget; images per example per dataset (PNG).
+
+    matplotlib (the ``eval`` extra) is imported here only, with the non-interactive backend.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    by_length: dict[int, list[int]] = {}
+    by_dataset: dict[str, dict[int, list[int]]] = {}
+    for dist in dists:
+        for tokens, length, images, dataset in zip(dist.num_tokens, dist.lengths, dist.images, dist.datasets):
+            by_length.setdefault(length, []).append(tokens)
+            by_dataset.setdefault(dataset, {}).setdefault(length, []).append(images)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    lengths = sorted(by_length, key=lambda k: (k == 0, k))  # length-free ("orig") configs last
+    positions = list(range(1, len(lengths) + 1))
+    left.boxplot([by_length[k] for k in lengths], positions=positions, showfliers=True)
+    for i, k in zip(positions, lengths):
+        if k:
+            left.hlines(k, i - 0.4, i + 0.4, colors="tab:red", linestyles="dashed", linewidth=1)
+    left.set_xticks(positions, [length_label(k) for k in lengths])
+    left.set_yscale("log")
+    left.set_xlabel("length budget (dashed red line: the budget)")
+    left.set_ylabel("num_tokens per example")
+    left.set_title("Token length per length budget")
+    for dataset in sorted(by_dataset):
+        points = sorted(by_dataset[dataset].items())
+        mean = {k: sum(v) / len(v) for k, v in points}
+        budgets = [k for k, _ in points if k]
+        line = right.plot([positions[lengths.index(k)] for k in budgets], [mean[k] for k in budgets],
+                          marker="o", label=dataset)
+        if 0 in mean:  # the original benchmark: its own point, not on the budget line
+            color = line[0].get_color() if budgets else None
+            right.scatter([positions[lengths.index(0)]], [mean[0]], marker="s", color=color,
+                          label=None if budgets else dataset)
+    right.set_xticks(positions, [length_label(k) for k in lengths])
+    right.set_yscale("symlog")
+    right.margins(x=0.08, y=0.15)
+    right.set_xlabel("length budget")
+    right.set_ylabel("mean images per example")
+    right.set_title("Images per example per dataset")
+    right.legend(fontsize="small", ncol=2)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    out_png = Path(out_png)
+    out_png.parent.mkdir(parents=True, exist_ok=True)
+    # fixed metadata so the same statistics give the same bytes
+    fig.savefig(out_png, format="png", dpi=100, metadata={"Software": None})
+    plt.close(fig)
+    return out_png

@@ -9,4 +9,6 @@ COMMANDS = [
     "fetch",
     "eval",
     "run",
+    "card",
+    "export",
 ]

@@ -1,10 +1,11 @@
-"""``mmlb build CONFIG... --source KEY=PATH --out DIR``."""
+"""``mmlb build CONFIG... --source KEY=PATH --out DIR`` and ``mmlb build --all``."""
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 
-from ..build import build_configs
+from ..build import build_all, build_configs, select_configs, sources_from_dir, summary_table
 from ..registry import UnknownConfigError
 from ._common import key_value, parse_option_value
 
@@ -15,8 +16,25 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Build one or more configs from local copies of the original releases into a "
                     "folder that datasets.load_dataset(folder, config) reads. Building into an existing "
                     "folder adds or replaces those configs and keeps the others.",
-        epilog="example: mmlb build vh_single_8k vh_multi_32k --source coco=/data/coco2017 --out mmlb")
-    parser.add_argument("configs", nargs="+", metavar="CONFIG", help="config names (see `mmlb list`)")
+        epilog="examples: mmlb build vh_single_8k vh_multi_32k --source coco=/data/coco2017 --out mmlb\n"
+               "          mmlb build --all --benchmark mmlongbench --sources-dir /data/sources --out mmlb "
+               "--num-proc 4",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("configs", nargs="*", metavar="CONFIG",
+                        help="config names (see `mmlb list`); with --all, optional shell patterns that "
+                             "filter the selection (e.g. 'vh_*')")
+    parser.add_argument("--all", action="store_true",
+                        help="build every config (of --benchmark / --family) whose sources are given; "
+                             "resumable: complete configs built with the same parameters are kept")
+    parser.add_argument("--benchmark", default=None,
+                        help="with --all: a benchmark of cards/ (mmlongbench, mmneedle, mmlongbench_doc, "
+                             "readbench, longvideobench)")
+    parser.add_argument("--family", action="append", default=None, help="with --all: only these families")
+    parser.add_argument("--sources-dir", default=None, metavar="DIR",
+                        help="a folder with one subfolder per source key (DIR/coco, DIR/mmlongbench_doc ...)")
+    parser.add_argument("--force", action="store_true", help="with --all: rebuild configs already complete")
+    parser.add_argument("--shard-size", default=None, metavar="SIZE",
+                        help="start a new parquet shard after SIZE bytes (e.g. 500MB; default 1GB)")
     parser.add_argument("--source", action="append", type=key_value, default=[], metavar="KEY=PATH",
                         help="a source release folder, e.g. coco=/data/coco2017 (repeatable; "
                              "`mmlb list --sources` shows the keys)")
@@ -39,14 +57,46 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     options = {k: parse_option_value(v) for k, v in args.option}
     store_root = f"{args.cache_dir}/store" if args.cache_dir else None
+    common = dict(seed=args.seed, limit=args.limit, options=options, store_root=store_root,
+                  tokenizer=args.tokenizer, progress=not args.no_progress, num_proc=args.num_proc,
+                  shard_bytes=parse_size(args.shard_size) if args.shard_size else None)
+    if not args.all and not args.configs:
+        print("error: name configs to build, or use --all (see `mmlb list`)", file=sys.stderr)
+        return 2
     try:
-        results = build_configs(args.configs, dict(args.source), args.out, seed=args.seed, limit=args.limit,
-                                options=options, store_root=store_root, tokenizer=args.tokenizer,
-                                progress=not args.no_progress, num_proc=args.num_proc)
+        if args.all:
+            return run_all(args, common)
+        results = build_configs(args.configs, sources_from_dir(args.sources_dir, dict(args.source)),
+                                args.out, **common)
     except UnknownConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     return print_summary(results, args.out)
+
+
+def run_all(args: argparse.Namespace, common: dict) -> int:
+    started = time.perf_counter()
+    names = select_configs(benchmark=args.benchmark, families=args.family, patterns=args.configs or None)
+    if not names:
+        print("error: no config matches the selection (see `mmlb list`)", file=sys.stderr)
+        return 2
+    sources = sources_from_dir(args.sources_dir, dict(args.source))
+    results = build_all(names, sources, args.out, force=args.force, **common)
+    print(summary_table(results, time.perf_counter() - started))
+    failed = [r for r in results if r.status == "failed"]
+    for r in failed:
+        print(f"failed {r.config}: {r.error}", file=sys.stderr)
+    return 1 if failed or not any(r.ok for r in results) else 0
+
+
+def parse_size(text: str) -> int:
+    """``500MB``, ``1GB``, ``1048576`` -> bytes (decimal units, as the Hub's max_shard_size)."""
+    units = {"KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "B": 1}
+    upper = text.strip().upper()
+    for unit, factor in units.items():
+        if upper.endswith(unit):
+            return int(float(upper[: -len(unit)]) * factor)
+    return int(upper)
 
 
 def print_summary(results, out: str) -> int:

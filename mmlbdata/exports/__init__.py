@@ -1,0 +1,82 @@
+"""Exports of a built folder for other harnesses: lmms-eval, VLMEvalKit, MMLongBench's own layout.
+
+Every exporter reads the parquet shards in small batches (memory bounded by a batch, whatever the
+config size) and works from what every built folder has: the common schema and the manifests.
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Iterator, Optional, Sequence
+
+import pyarrow.parquet as pq
+
+from ..stats import configs_in, shard_files
+from ..tokens import IMAGE_PLACEHOLDER
+from ..writer import read_manifest
+
+FORMATS = ("lmms-eval", "vlmevalkit", "mmlongbench")
+
+
+def iter_rows(folder: Path, config: str, columns: Optional[Sequence[str]] = None,
+              batch_size: int = 8) -> Iterator[dict]:
+    """Rows of a built config as plain dicts (images as ``{"bytes", "path"}``), streamed."""
+    files = shard_files(Path(folder), config)
+    if not files:
+        raise FileNotFoundError(f"{folder}/data/{config}: no parquet shard")
+    for path in files:
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=columns):
+            yield from batch.to_pylist()
+
+
+def split_prompt(prompt: str) -> list[str]:
+    """The text around each ``<image>``: ``len(result) == number of images + 1``."""
+    return prompt.split(IMAGE_PLACEHOLDER)
+
+
+def image_extension(data: bytes, name: str = "") -> str:
+    """File extension from the image's magic bytes (the stored name may lack one)."""
+    if data[:3] == b"\xff\xd8\xff":
+        return "jpg"
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        return "png"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "webp"
+    if data[:4] in (b"GIF8",):
+        return "gif"
+    suffix = Path(name).suffix.lstrip(".").lower()
+    return suffix or "bin"
+
+
+def content_name(data: bytes, name: str = "") -> str:
+    """``ab/ab12...ef.jpg``: a file name that only these bytes get."""
+    digest = hashlib.sha256(data).hexdigest()[:32]
+    return f"{digest[:2]}/{digest}.{image_extension(data, name)}"
+
+
+def write_image(root: Path, data: bytes, name: str = "", relative: Optional[str] = None) -> str:
+    """Store ``data`` once under ``root`` (at ``relative``, default: named by its content);
+    returns its path relative to ``root``."""
+    relative = relative or content_name(data, name)
+    target = root / relative
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(target)
+    return relative
+
+
+def selected_configs(folder: Path, configs: Optional[Sequence[str]]) -> list[str]:
+    names = list(configs or configs_in(folder))
+    if not names:
+        raise FileNotFoundError(f"no built config under {folder}/data")
+    missing = [n for n in names if not shard_files(folder, n)]
+    if missing:
+        raise FileNotFoundError(f"{folder}: no built data for {', '.join(missing)}")
+    return names
+
+
+def config_family(folder: Path, config: str) -> str:
+    """The family recorded in the config's manifest (``mmlb`` if it has none)."""
+    return (read_manifest(folder, config) or {}).get("family") or "mmlb"

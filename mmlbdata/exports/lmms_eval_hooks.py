@@ -1,0 +1,97 @@
+"""The functions an exported lmms-eval task calls (its ``utils.py`` imports them from here).
+
+``doc_to_visual`` returns the images in prompt order; ``doc_to_text`` gives the prompt with each
+``<image>`` replaced by the model's image token (default: kept as ``<image>``); ``doc_to_messages``
+gives the interleaved chat form (text and images in order) for chat models; ``process_results``
+scores with the metric the row names, looked up in ``mmlbdata.evaluation``'s registry.
+"""
+from __future__ import annotations
+
+import importlib
+from types import SimpleNamespace
+from typing import Any, Optional
+
+from . import split_prompt
+
+TEXT_FIELDS = ("id", "dataset", "length", "num_tokens", "prompt", "question", "answers", "metric", "meta")
+SCORE_KEY = "mmlb_score"
+
+
+class MetricUnavailableError(RuntimeError):
+    """The installed mmlbdata has no evaluator registry (or not this metric)."""
+
+
+def get_metric(name: str) -> Any:
+    """``mmlbdata.evaluation.metrics``' registry entry for ``name`` (``get_metric`` or ``get``)."""
+    try:
+        module = importlib.import_module("mmlbdata.evaluation.metrics")
+    except ImportError as err:  # pragma: no cover - the package always ships the subpackage
+        raise MetricUnavailableError(f"cannot import mmlbdata.evaluation.metrics: {err}") from err
+    lookup = getattr(module, "get_metric", None) or getattr(module, "get", None)
+    if not callable(lookup):
+        raise MetricUnavailableError(
+            f"metric {name!r}: this mmlbdata has no metric registry (mmlbdata.evaluation.metrics.get_metric); "
+            "install a version with the evaluator to score lmms-eval runs")
+    try:
+        return lookup(name)
+    except KeyError as err:
+        raise MetricUnavailableError(f"metric {name!r} is not in mmlbdata's registry: {err}") from err
+
+
+def _image_token(kwargs: Optional[dict]) -> str:
+    return (kwargs or {}).get("image_token", "<image>")
+
+
+def doc_to_visual(doc: dict) -> list:
+    """The example's images in prompt order, as RGB PIL images."""
+    return [image.convert("RGB") for image in doc["images"]]
+
+
+def doc_to_text(doc: dict, lmms_eval_specific_kwargs: Optional[dict] = None) -> str:
+    kwargs = lmms_eval_specific_kwargs or {}
+    text = _image_token(kwargs).join(split_prompt(doc["prompt"]))
+    return f"{kwargs.get('pre_prompt', '')}{text}{kwargs.get('post_prompt', '')}"
+
+
+def doc_to_messages(doc: dict, lmms_eval_specific_kwargs: Optional[dict] = None) -> list[dict]:
+    """One user turn: text segments and images interleaved exactly as in ``prompt``."""
+    kwargs = lmms_eval_specific_kwargs or {}
+    segments = split_prompt(doc["prompt"])
+    segments[0] = kwargs.get("pre_prompt", "") + segments[0]
+    segments[-1] = segments[-1] + kwargs.get("post_prompt", "")
+    images = doc_to_visual(doc)
+    content: list[dict] = []
+    for index, segment in enumerate(segments):
+        if segment:
+            content.append({"type": "text", "text": segment})
+        if index < len(images):
+            content.append({"type": "image", "url": images[index]})
+    return [{"role": "user", "content": content}]
+
+
+def doc_to_target(doc: dict) -> str:
+    answers = doc.get("answers") or []
+    return answers[0] if len(answers) == 1 else " | ".join(answers)
+
+
+def process_results(doc: dict, results: list) -> dict:
+    """Score the model's first output with the row's metric; the item keeps what aggregation needs."""
+    prediction = results[0] if results else ""
+    example = {k: doc[k] for k in TEXT_FIELDS if k in doc}
+    scored = get_metric(doc["metric"]).score(prediction, example)
+    return {SCORE_KEY: {"metric": doc["metric"], "score": float(scored.score),
+                        "parsed": getattr(scored, "parsed", None), "extra": getattr(scored, "extra", {}),
+                        "example": example}}
+
+
+def aggregate(items: list[dict]) -> float:
+    """The metric's own aggregate (some are corpus-level), or the mean over mixed metrics."""
+    if not items:
+        return 0.0
+    names = {item["metric"] for item in items}
+    if len(names) == 1:
+        metric = get_metric(names.pop())
+        if hasattr(metric, "aggregate"):
+            results = [SimpleNamespace(score=i["score"], parsed=i["parsed"], extra=i["extra"]) for i in items]
+            return float(metric.aggregate(results, [i["example"] for i in items])["score"])
+    return sum(i["score"] for i in items) / len(items)
