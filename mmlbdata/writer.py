@@ -66,6 +66,7 @@ class ConfigStats:
     tokens_max: Optional[int] = None
     tokens_sum: int = 0
     fill_sum: float = 0.0
+    rows_with_length: int = 0  # rows with a token budget (0 for length-free original benchmarks)
     seconds: float = 0.0
     fingerprint: str = ""
 
@@ -77,6 +78,7 @@ class ConfigStats:
         self.tokens_min = tokens if self.tokens_min is None else min(self.tokens_min, tokens)
         self.tokens_max = tokens if self.tokens_max is None else max(self.tokens_max, tokens)
         if row.get("length"):
+            self.rows_with_length += 1
             self.fill_sum += tokens / int(row["length"])
 
     @property
@@ -84,12 +86,14 @@ class ConfigStats:
         return self.tokens_sum / self.num_rows if self.num_rows else 0.0
 
     @property
-    def fill_ratio(self) -> float:
-        return self.fill_sum / self.num_rows if self.num_rows else 0.0
+    def fill_ratio(self) -> Optional[float]:
+        """Mean num_tokens / length over rows with a budget; None when no row has one."""
+        return self.fill_sum / self.rows_with_length if self.rows_with_length else None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data.update(tokens_mean=round(self.tokens_mean, 2), fill_ratio=round(self.fill_ratio, 4))
+        fill = self.fill_ratio
+        data.update(tokens_mean=round(self.tokens_mean, 2), fill_ratio=None if fill is None else round(fill, 4))
         return data
 
 
@@ -283,7 +287,9 @@ def write_config(
         writer.abort()
         raise
     stats = writer.close()
-    write_manifest(out_dir, config, {**(manifest or {}), "stats": stats.to_dict()})
+    # wall-clock time stays out of the manifest so that rebuilds give byte-identical manifests
+    recorded = {k: v for k, v in stats.to_dict().items() if k != "seconds"}
+    write_manifest(out_dir, config, {**(manifest or {}), "stats": recorded})
     from .card import update_readme
 
     update_readme(out_dir, config, features, stats)

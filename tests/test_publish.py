@@ -324,18 +324,9 @@ ALL_PATTERNS = ["vh_*_8k", "vh_single_16k", "vh_multi_16k"]
 
 
 def _tree(folder: Path) -> dict[str, bytes]:
-    """Every file of a built folder; manifests without their wall-clock ``seconds``."""
-    files = {}
-    for path in sorted(folder.rglob("*")):
-        if not path.is_file() or path.name.endswith(".lock"):
-            continue
-        data = path.read_bytes()
-        if path.parent.name == "manifests":
-            manifest = json.loads(data)
-            manifest["stats"].pop("seconds")
-            data = json.dumps(manifest, sort_keys=True).encode()
-        files[path.relative_to(folder).as_posix()] = data
-    return files
+    """Every file of a built folder, byte for byte (manifests hold no wall-clock time)."""
+    return {path.relative_to(folder).as_posix(): path.read_bytes()
+            for path in sorted(folder.rglob("*")) if path.is_file() and not path.name.endswith(".lock")}
 
 
 def _build_command(sources: Path, out: Path, tokenizer: Path) -> list[str]:

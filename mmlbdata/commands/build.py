@@ -107,7 +107,7 @@ def print_summary(results, out: str) -> int:
         if r.ok:
             s = r.stats
             print(f"{r.config:<36} {s.num_rows:>6} {s.num_images:>7} {s.tokens_mean:>12.0f} "
-                  f"{s.fill_ratio:>6.3f} {skipped:>7}")
+                  f"{'-' if s.fill_ratio is None else f'{s.fill_ratio:.3f}':>6} {skipped:>7}")
         else:
             print(f"{r.config:<36} FAILED: {r.error}")
         for item in r.report.get("skipped", [])[:10]:
