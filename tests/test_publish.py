@@ -32,7 +32,6 @@ from mmlbdata.exports import iter_rows
 from mmlbdata.hub import FolderUploader, HubUploader, push_folder
 from mmlbdata.registry import resolve
 from mmlbdata.stats import config_stats
-from mmlbdata.writer import read_manifest
 
 CONFIGS = ["vh_multi_8k", "vh_single_16k", "vh_single_8k"]
 
