@@ -45,7 +45,7 @@ def page_images(root: str | Path, doc_no: str) -> list[Path]:
     if not folder.is_dir():
         raise ValueError(f"{folder}: page image folder of document {doc_no} not found")
     pages: dict[int, Path] = {}
-    for path in folder.iterdir():
+    for path in sorted(folder.iterdir()):
         match = _PAGE_NAME.match(path.name)
         if match and match["doc"] == doc_no:
             pages[int(match["page"])] = path

@@ -35,7 +35,7 @@ def deck_pages(root: str | Path, split: str, deck_name: str, image_urls: list[st
     if not folder.is_dir():
         raise ValueError(f"{folder}: slide images of deck {deck_name!r} not found")
     by_page = {}
-    for path in folder.iterdir():
+    for path in sorted(folder.iterdir()):
         match = _SLIDE_NAME.search(path.name)
         if match:
             by_page[int(match["page"])] = path
