@@ -103,3 +103,25 @@ def test_tokenizer_survives_pickling(tokenizer_path):
 
     tok = TextTokenizer(tokenizer_path)
     assert pickle.loads(pickle.dumps(tok)).count("hello world") == tok.count("hello world")
+
+
+def test_chunked_counting_is_exact(tokenizer_path, real_data):
+    """Long texts are counted in pieces; the total must equal one sentencepiece call."""
+    import random
+
+    from mmlbdata import tokens
+
+    sp = spm.SentencePieceProcessor(model_file=str(tokenizer_path))
+    tok = TextTokenizer(tokenizer_path)
+    text = (real_data / "text" / "wikitext2_raw_wiki.test.raw").read_text()[:300000]
+    assert len(tokens.split_for_counting(text)) > 10
+    assert tok.count(text) == len(sp.encode(text))
+    rng = random.Random(0)
+    alphabet = list("ab c\n\t  .,é日😀\u00a0\u3000\u200b1234'\"-")
+    for trial in range(200):  # adversarial: runs of spaces, tabs, CJK, emoji, odd whitespace
+        sample = "".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 400)))
+        pieces = tokens.split_for_counting(sample, size=rng.choice([1, 3, 7, 20]))
+        assert "".join(pieces) == sample
+        first, *rest = pieces
+        chunked = len(sp.encode(first)) + sum(len(tok._sp_continuation.encode(p)) for p in rest)
+        assert chunked == len(sp.encode(sample)), repr(sample)
