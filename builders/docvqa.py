@@ -25,7 +25,8 @@ from mmlbdata.docpack import fit_example
 from mmlbdata.media.documents import DocCorpus, max_pages_option, ImageDocument, PdfDocument
 from mmlbdata.media.pdf import DEFAULT_DPI
 from mmlbdata.sources import longdocurl, mmlongbench_doc, slidevqa
-from mmlbdata.sources.docqa import BadRecord, DocQuestion, long_answer_problem
+from mmlbdata.sources.docqa import DocQuestion, long_answer_problem
+from mmlbdata.sources.records import BadRecord
 
 from .base import MMLBBuilder, standard_configs
 

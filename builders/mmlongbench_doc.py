@@ -26,7 +26,7 @@ from mmlbdata.media.documents import DocCorpus, max_pages_option, PdfDocument
 from mmlbdata.media.pdf import DEFAULT_DPI, PdfError, open_pdf, pdf_sha256
 from mmlbdata.schema import make_example
 from mmlbdata.sources import mmlongbench_doc as mmld
-from mmlbdata.sources.docqa import BadRecord
+from mmlbdata.sources.records import BadRecord
 from mmlbdata.store import BadImageError
 from mmlbdata.tokens import IMAGE_PLACEHOLDER
 

@@ -9,7 +9,8 @@ import pytest
 from PIL import Image
 
 from mmlbdata.sources import longdocurl, mmlongbench_doc as mmld, slidevqa
-from mmlbdata.sources.docqa import BadRecord, DocQuestion
+from mmlbdata.sources.docqa import DocQuestion
+from mmlbdata.sources.records import BadRecord
 
 # ------------------------------------------------------------------ MMLongBench-Doc
 

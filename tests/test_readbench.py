@@ -198,7 +198,8 @@ def test_readers_skip_and_report_missing_fields(sources) -> None:
         "gpqa_diamond.csv:2:missing field(s): Correct Answer",
         "4k.json:1:missing field(s): target",
         "hotpotqa_e.jsonl:5:missing field(s): context",
-        "hotpotqa_e.jsonl:line 7:invalid JSON (Expecting property name enclosed in double quotes)",
+        "hotpotqa_e.jsonl:line 7:invalid JSON: Expecting property name enclosed in double quotes: "
+        "line 1 column 2 (char 1)",
     ])
     assert redux[0].category == "abstract_algebra" and redux[0].answer == "A" and redux[1].answer == "B"
     assert redux[3].answer == "D" and redux[3].extra["error_type"] == "wrong_groundtruth"

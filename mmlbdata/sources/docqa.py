@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 ANSWER_FORMATS = ("Str", "Int", "Float", "List", "None")
 NOT_ANSWERABLE = "Not answerable"
@@ -94,33 +94,6 @@ def long_answer_problem(answer_format: str, answer: Any) -> str:
     return ""
 
 
-@dataclass(frozen=True)
-class BadRecord:
-    """A source record a reader could not use: the builder reports it and goes on."""
-
-    file: str
-    record: str
-    reason: str
-
-
-def read_jsonl(path) -> Iterator[tuple[int, dict | BadRecord]]:
-    """(line number, record) for each non-blank line; a line that is not a JSON object comes
-    back as a BadRecord naming the file and line."""
-    import json
-
-    with open(path, encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield line_no, BadRecord(str(path), f"line {line_no}", f"invalid JSON: {exc}")
-                continue
-            if not isinstance(record, dict):
-                yield line_no, BadRecord(str(path), f"line {line_no}", "not a JSON object")
-                continue
-            yield line_no, record
 
 
 def record_problem(record: dict, required) -> str:

@@ -20,7 +20,7 @@ from typing import Iterator, Optional
 
 from ..report import BuildReport
 from ..store import BadImageError, ImageRef, ImageStore
-from .docqa import BadRecord, read_jsonl
+from .records import read_jsonl_reported
 
 LAYOUT = ("InfoSeek release: infoseek_<split>.jsonl + infoseek_<split>_withkb.jsonl, and OVEN images "
           "<image_id>.jpg (flat, in images/ or oven_images/, or in two-digit folders)")
@@ -81,19 +81,10 @@ def checked_image(store: ImageStore, path: Path, report: BuildReport, file: Path
         return None
 
 
-def _read_jsonl(path: Path, report: BuildReport) -> Iterator[tuple[int, dict]]:
-    """(line number, record) of a JSON-lines file; bad lines are reported and skipped."""
-    for lineno, record in read_jsonl(path):
-        if isinstance(record, BadRecord):
-            report.skip(record.file, record.record, record.reason)
-            continue
-        yield lineno, record
-
-
 def read_withkb(path: Path, report: BuildReport) -> dict[str, tuple[str, str]]:
     """data_id -> (entity_id, entity_text)."""
     out = {}
-    for lineno, record in _read_jsonl(path, report):
+    for lineno, record in read_jsonl_reported(path, report):
         if not record.get("data_id") or not record.get("entity_id"):
             report.skip(path, f"line {lineno}", "missing data_id or entity_id")
             continue
@@ -109,7 +100,7 @@ def read_infoseek(root: Path, store: ImageStore, report: BuildReport, split: str
     if questions is None or withkb is None:
         raise FileNotFoundError(f"{root}: needs infoseek_{split}.jsonl and infoseek_{split}_withkb.jsonl ({LAYOUT})")
     entities = read_withkb(withkb, report)
-    for lineno, record in _read_jsonl(questions, report):
+    for lineno, record in read_jsonl_reported(questions, report):
         where = record.get("data_id") or f"line {lineno}"
         missing = [k for k in ("data_id", "image_id", "question") if not record.get(k)]
         if missing:

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from .docqa import BadRecord, DocQuestion, read_jsonl, record_problem
+from .docqa import DocQuestion, record_problem
+from .records import BadRecord, read_jsonl
 
 QA_FILE = "LongDocURL.jsonl"
 PAGES_DIR = "pdf_pngs"

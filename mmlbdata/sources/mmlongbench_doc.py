@@ -16,8 +16,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator
 
-from .docqa import (NOT_ANSWERABLE, BadRecord, DocQuestion, literal, parse_int_list,
-                    long_answer_problem, parse_str_list)
+from .docqa import (NOT_ANSWERABLE, DocQuestion, literal, long_answer_problem, parse_int_list,
+                    parse_str_list)
+from .records import BadRecord
 
 SAMPLES_FILE = "samples.json"
 DOCUMENTS_DIR = "documents"

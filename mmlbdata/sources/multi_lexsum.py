@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
 from mmlbdata.download import FileSpec, hub_spec
-from mmlbdata.sources.docqa import BadRecord, read_jsonl
+from mmlbdata.sources.records import BadRecord, read_jsonl
 from mmlbdata.sources.jsonstream import iter_object_items
 
 log = logging.getLogger(__name__)

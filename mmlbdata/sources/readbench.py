@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional, Sequence
 
 from mmlbdata.report import BuildReport
+from mmlbdata.sources.records import read_jsonl_reported
 
 LETTERS = "ABCDEFGHIJKLMNOP"
 ROW_SUFFIXES = (".parquet", ".jsonl", ".json", ".csv", ".arrow")
@@ -125,13 +126,8 @@ def _json_rows(path: Path, report: BuildReport) -> Iterator[tuple[int, dict]]:
                 return
             yield from enumerate(rows)
             return
-        for index, line in enumerate(handle):
-            if not line.strip():
-                continue
-            try:
-                yield index, json.loads(line)
-            except json.JSONDecodeError as err:
-                report.skip(path, f"line {index + 1}", f"invalid JSON ({err.msg})")
+    for line_no, record in read_jsonl_reported(path, report):
+        yield line_no - 1, record
 
 
 def _arrow_rows(path: Path) -> Iterator[tuple[int, dict]]:

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Iterator
 from urllib.parse import urlparse
 
-from .docqa import BadRecord, DocQuestion, literal, read_jsonl, record_problem
+from .docqa import DocQuestion, literal, record_problem
+from .records import BadRecord, read_jsonl
 
 SPLITS = ("train", "dev", "test")
 REQUIRED = ("deck_name", "image_urls", "qa_id", "question", "answer", "evidence_pages")

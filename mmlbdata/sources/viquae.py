@@ -22,7 +22,8 @@ from typing import Iterator
 
 from ..report import BuildReport
 from ..store import ImageRef, ImageStore
-from .infoseek import _read_jsonl, checked_image, find_release_file
+from .infoseek import checked_image, find_release_file
+from .records import read_jsonl_reported
 
 LAYOUT = "ViQuAE release: <split>.jsonl (viquae_dataset) + images/<image file name>"
 
@@ -54,7 +55,7 @@ def read_viquae(root: Path, store: ImageStore, report: BuildReport, split: str =
     path = find_release_file(root, f"{split}.jsonl")
     if path is None:
         raise FileNotFoundError(f"{root}: no {split}.jsonl ({LAYOUT})")
-    for lineno, record in _read_jsonl(path, report):
+    for lineno, record in read_jsonl_reported(path, report):
         where = record.get("id") or f"line {lineno}"
         output = record.get("output") if isinstance(record.get("output"), dict) else {}
         answers = viquae_answers(output)

@@ -1,0 +1,49 @@
+"""Reading source records: JSON-lines files where a bad line is reported, never fatal.
+
+Shared by every reader of a JSON-lines release (MMLongBench-Doc's relatives, LongDocURL,
+SlideVQA, InfoSeek, ViQuAE, Multi-LexSum, the ReadBench Hub files).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from ..report import BuildReport
+
+
+@dataclass(frozen=True)
+class BadRecord:
+    """A source record a reader could not use: the builder reports it and goes on."""
+
+    file: str
+    record: str
+    reason: str
+
+
+def read_jsonl(path) -> Iterator[tuple[int, dict | BadRecord]]:
+    """(line number, record) for each non-blank line; a line that is not a JSON object comes
+    back as a BadRecord naming the file and line."""
+    with open(path, encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield line_no, BadRecord(str(path), f"line {line_no}", f"invalid JSON: {exc}")
+                continue
+            if not isinstance(record, dict):
+                yield line_no, BadRecord(str(path), f"line {line_no}", "not a JSON object")
+                continue
+            yield line_no, record
+
+
+def read_jsonl_reported(path: Path, report: BuildReport) -> Iterator[tuple[int, dict]]:
+    """(line number, record) of a JSON-lines file; bad lines are reported and skipped."""
+    for line_no, record in read_jsonl(path):
+        if isinstance(record, BadRecord):
+            report.skip(record.file, record.record, record.reason)
+            continue
+        yield line_no, record
