@@ -20,6 +20,7 @@ import json
 import os
 import tempfile
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Optional, Union
 
@@ -96,8 +97,18 @@ def _atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
-def file_sha256(path: PathLike, chunk: int = 1 << 20) -> str:
-    """SHA-256 of a file's bytes, streamed (used to key recipes on source content)."""
+def file_sha256(path: PathLike) -> str:
+    """SHA-256 of a file's bytes (keys recipes on source content: a PDF, a video, a photo).
+
+    Memoised per (path, size, mtime) within the process, since builders ask for the same
+    source many times (every page of a PDF, every row reusing an image).
+    """
+    stat = os.stat(path)
+    return _file_sha256(os.fspath(path), stat.st_size, stat.st_mtime_ns)
+
+
+@lru_cache(maxsize=4096)
+def _file_sha256(path: str, size: int, mtime_ns: int, chunk: int = 1 << 20) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         while block := handle.read(chunk):

@@ -16,7 +16,6 @@ from __future__ import annotations
 import atexit
 import os
 from concurrent.futures import ProcessPoolExecutor
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
@@ -145,17 +144,11 @@ def render_page_png(path: str | os.PathLike, page_index: int, dpi: int = DEFAULT
         return _render(doc, path, page_index, dpi)
 
 
-@lru_cache(maxsize=256)
-def _cached_sha(path: str, mtime_ns: int, size: int) -> str:
+def pdf_sha256(path: str | os.PathLike) -> str:
+    """Content hash of a PDF (the store's memoised file hash): page keys do not depend on paths."""
     from mmlbdata.store import file_sha256
 
     return file_sha256(path)
-
-
-def pdf_sha256(path: str | os.PathLike) -> str:
-    """Content hash of a PDF, memoised per (path, mtime, size) within the process."""
-    stat = os.stat(path)
-    return _cached_sha(str(path), stat.st_mtime_ns, stat.st_size)
 
 
 def recipe_key(sha: str, page_index: int, dpi: int) -> str:

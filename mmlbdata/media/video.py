@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import io
 import math
-import os
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
 from pathlib import Path
 from typing import Iterator, Sequence
+
+from mmlbdata.store import file_sha256
 
 __all__ = [
     "VideoError",
@@ -36,7 +36,6 @@ __all__ = [
     "decode_frames",
     "encode_jpeg",
     "store_frames",
-    "file_digest",
 ]
 
 
@@ -209,20 +208,6 @@ def encode_jpeg(frame, size: tuple[int, int], quality: int = 90) -> bytes:
     return buffer.getvalue()
 
 
-@lru_cache(maxsize=256)
-def _digest(path: str, size: int, mtime_ns: int) -> str:
-    from mmlbdata.store import file_sha256
-
-    return file_sha256(path)
-
-
-def file_digest(path: str | Path) -> str:
-    """sha256 of the file's bytes, memoised per (path, size, mtime): a video's frames are keyed
-    on it, and many questions share one video."""
-    stat = os.stat(path)
-    return _digest(str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
-
-
 class _LazyDecoder:
     """Decodes frames only when the store misses one; indices are requested in order."""
 
@@ -251,7 +236,7 @@ def store_frames(store, path: str | Path, indices: Sequence[int], *, max_side: i
     if size is None:
         info = info or probe(path)
         size = output_size(info.width, info.height, max_side)
-    digest = file_digest(path)
+    digest = file_sha256(path)  # frames are keyed on content; many questions share a video
     decoder = _LazyDecoder(path, indices, threads)
     refs = []
     for index in indices:
