@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 
 def key_value(text: str) -> tuple[str, str]:
@@ -24,10 +23,3 @@ def parse_option_value(value: str):
         except ValueError:
             pass
     return value
-
-
-def existing_dir(text: str) -> Path:
-    path = Path(text)
-    if not path.is_dir():
-        raise argparse.ArgumentTypeError(f"not a folder: {text}")
-    return path

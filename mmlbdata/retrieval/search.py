@@ -10,7 +10,6 @@ import string
 from pathlib import Path
 from typing import Iterable
 
-import numpy as np
 
 from .bm25 import BM25Index
 from .corpus import Corpus, default_cache_dir
@@ -101,9 +100,3 @@ class Retriever:
             passage = self.corpus.passage(pid)
             if not mentions_any(passage["title"] + " " + passage["text"], forbidden):
                 yield passage
-
-
-def rank_of(pids: list[int], wanted: Iterable[int]) -> np.ndarray:
-    """Positions of ``wanted`` ids in a ranked list (len(pids) when absent): for tests and stats."""
-    where = {p: i for i, p in enumerate(pids)}
-    return np.array([where.get(int(w), len(pids)) for w in wanted])

@@ -71,10 +71,6 @@ def layout(root: str | Path) -> tuple[Path, Path]:
                             f"samples.json + documents/*.pdf)")
 
 
-def document_path(root: str | Path, doc_id: str) -> Path:
-    return layout(root)[1] / doc_id
-
-
 def parse_answer(answer: str, answer_format: str) -> tuple[Any, list[str]]:
     """Typed answer for a row and the defect flags its format implies."""
     ok, value = literal(answer)
