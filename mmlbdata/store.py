@@ -109,6 +109,7 @@ def file_sha256(path: PathLike) -> str:
 
 @lru_cache(maxsize=4096)
 def _file_sha256(path: str, size: int, mtime_ns: int, chunk: int = 1 << 20) -> str:
+    # size and mtime_ns are not read: they are part of the cache key, so a changed file is re-hashed
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         while block := handle.read(chunk):
