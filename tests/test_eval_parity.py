@@ -223,6 +223,39 @@ def test_summ_replies_are_read_in_order_and_reading_stops_at_the_first_without_j
     assert result.extra["judge_failed"] and result.extra["official_crash"].startswith("IndexError")
 
 
+class RecordingJudge(ScriptedJudge):
+    """A scripted judge that keeps the prompts it was sent."""
+
+    def __init__(self, replies):
+        super().__init__(replies)
+        self.requests = []
+
+    def complete_many(self, requests, **kwargs):
+        self.requests += list(requests)
+        return super().complete_many(requests, **kwargs)
+
+
+@pytest.mark.parametrize("dataset", ["govreport", "multi_lexsum"])
+def test_summ_judge_sees_the_prefix_behind_leading_whitespace_officially(dataset):
+    """eval_gpt4_summ.py (MMLongBench 22b9f27 = 26197d2), line 348: `if d["output"].startswith("Summary:")`
+    on the raw output, then lines 352-358 format `d["output"].strip()`: " Summary: leading space" is sent
+    as "Summary: leading space" in all three prompts; "Summary:  x " (no leading space) as "x"."""
+    example = {"id": "s", "dataset": dataset, "answers": ["expert"], "meta": {"keypoints": ["a"]}}
+    replies = ['{"fluency": 1}', '{"recall": 1}', '{"precision": 1, "sentence_count": 1}']
+    sent = {}
+    for parity in ("official", "default"):
+        judge = RecordingJudge(replies * 2)
+        get_metric("summ_judge", parity=parity, judge=judge).score_many(
+            [" Summary: leading space", "Summary:  x "], [example, example])
+        sent[parity] = judge.requests
+    fluency_text = [r.rsplit("Text: ", 1)[1] for r in sent["official"][0::3]]
+    assert fluency_text == ['"Summary: leading space"\n', '"x"\n']
+    assert all("Summary: leading space" in r for r in sent["official"][:3])
+    assert [r.rsplit("Text: ", 1)[1] for r in sent["default"][0::3]] == ['"leading space"\n', '"x"\n']
+    assert not any("Summary: leading space" in r for r in sent["default"])
+    assert sent["official"][3:] == sent["default"][3:]
+
+
 def test_parity_value_is_checked():
     with pytest.raises(ValueError, match="parity"):
         get_metric("sub_em", parity="strict")
