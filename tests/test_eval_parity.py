@@ -180,6 +180,18 @@ def test_longbench_f1_is_on_the_raw_text_officially():
     assert get_metric("longbench_f1").score(prediction, example).extra["f1"] == 1.0
 
 
+# ReadBench longbench_metrics.py @b6546cb lines 119-141 (dataset2metric), the subsets it scores with
+# qa_f1_score; run_eval.py lines 628-631 look the subset up without its "_e" suffix.
+OFFICIAL_QA_F1_SUBSETS = {"narrativeqa", "qasper", "multifieldqa_en", "hotpotqa", "2wikimqa", "musique", "triviaqa"}
+
+
+def test_longbench_subsets_built_are_those_the_official_table_scores_with_qa_f1():
+    """longbench_f1's official mode is qa_f1_score only; a built subset with another official scorer
+    (trec: classification_score, samsum: rouge_score, passage_count: count_score) would need it."""
+    from mmlbdata.sources.readbench import LONGBENCH_SUBSETS
+    assert {s[:-2] if s.endswith("_e") else s for s in LONGBENCH_SUBSETS} <= OFFICIAL_QA_F1_SUBSETS
+
+
 def test_rouge_lsum_is_taken_per_key_officially():
     """data.py default_post_process: `mets = {k: max(v, new_mets[k]) ...}` per key."""
     example = ex("the cat sat")
