@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from mmlbdata.media.subtitles import (Cue, SubtitleError, clip_cues, parse_json_cues,
+from mmlbdata.media.subtitles import (Cue, SubtitleError, clip_cues, negative_cues, parse_json_cues,
                                       parse_timestamp, read_subtitles)
 
 
@@ -61,7 +61,8 @@ def test_json_shapes():
     ([{"start": "00:00:01.000", "end": "00:00:0x.0", "line": "x"}], "cue 0: bad timestamp"),
     ([{"timestamp": [1, 2], "text": "a"}, {"timestamp": [5, 4], "text": "b"}], "cue 1: end 4.0 before"),
     ([{"timestamp": [float("nan"), 2], "text": "a"}], "cue 0: bad start"),
-    ([{"timestamp": [-1, 2], "text": "a"}], "cue 0: bad start"),
+    ([{"timestamp": [float("-inf"), 2], "text": "a"}], "cue 0: bad start"),
+    ([{"start": "-00:00:01.000", "end": "00:00:02.000", "line": "a"}], "cue 0: bad timestamp"),
     ([{"timestamp": [1, 2]}], "cue 0: bad text"),
     ([{"begin": 1}], "neither 'timestamp' nor 'start'"),
     ({"a": 1}, "expected a list"),
@@ -70,6 +71,18 @@ def test_json_errors_name_file_and_cue(data, message):
     with pytest.raises(SubtitleError) as err:
         parse_json_cues(data, "subs/x_en.json")
     assert str(err.value).startswith("subs/x_en.json") and message in str(err.value)
+
+
+def test_negative_json_times_are_read_as_written_and_counted():
+    # LongVideoBench @fc3c5532 longvideobench_dataset.py lines 57-63: `start, end = subtitle["timestamp"]`,
+    # then only `-= starting_timestamp_for_subtitles`: a Whisper cue before 0 s is no error there
+    cues = parse_json_cues([{"timestamp": [-2.96, 26.05], "text": "a"}, {"timestamp": [-1.5, -1.0], "text": "b"},
+                            {"timestamp": [-4, None], "text": "c"}, {"timestamp": [31.0, 32.0], "text": "d"}])
+    assert [(c.start, c.end) for c in cues] == [(-2.96, 26.05), (-1.5, -1.0), (-4.0, None), (31.0, 32.0)]
+    assert negative_cues(cues) == 3
+    assert negative_cues(clip_cues(cues[:1], offset=0, duration=243.4)) == 0  # clipped to [0, 26.05]
+    with pytest.raises(SubtitleError, match="cue 0: end -3.0 before start -2.0"):
+        parse_json_cues([{"timestamp": [-2, -3], "text": "a"}])
 
 
 def test_file_errors(tmp_path):

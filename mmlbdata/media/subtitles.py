@@ -22,6 +22,9 @@ the clip axis:
 3. Cues that do not overlap ``[0, duration]`` are dropped; the rest are clipped to it, so a
    line's midpoint (which orders it among the frames) lies inside the clip.
 
+JSON times may be negative (a Whisper first cue that starts before 0 s): they are read as
+written, as the reference loader reads them, and then clipped or kept like any other time.
+
 ``null_end="original"`` reproduces LongVideoBench's ``insert_subtitles_into_frames`` exactly
 instead: a Whisper-style end that is not a JSON float (``null``, or an integer such as ``5``)
 becomes the clip duration *on the source axis* (``end = duration`` before the shift, which
@@ -48,6 +51,7 @@ __all__ = [
     "read_subtitles",
     "clip_cues",
     "load_clip_cues",
+    "negative_cues",
 ]
 
 SUFFIXES = (".json", ".srt", ".vtt")
@@ -87,7 +91,13 @@ def parse_timestamp(value: str) -> float:
 
 
 def _seconds(value: object, what: str) -> float:
-    """A JSON time: number of seconds or a timestamp string; finite and >= 0."""
+    """A JSON time: a finite number of seconds, or a timestamp string.
+
+    A number may be negative: Whisper writes a first cue a little before 0 (``[-2.96, 26.05]``),
+    and LongVideoBench's loader (``insert_subtitles_into_frames``, longvideobench_dataset.py
+    @fc3c5532 lines 57-66) only subtracts the offset from it. :func:`clip_cues` then clips it
+    to the clip (default) or keeps it as is (``null_end="original"``); :func:`negative_cues`
+    finds such cues so that a build can report them."""
     if isinstance(value, bool):
         raise ValueError(f"bad {what} {value!r}")
     if isinstance(value, (int, float)):
@@ -96,7 +106,7 @@ def _seconds(value: object, what: str) -> float:
         seconds = parse_timestamp(value)
     else:
         raise ValueError(f"bad {what} {value!r}")
-    if not math.isfinite(seconds) or seconds < 0:
+    if not math.isfinite(seconds):
         raise ValueError(f"bad {what} {value!r}")
     return seconds
 
@@ -239,6 +249,11 @@ def read_subtitles(path: str | Path) -> list[Cue]:
             raise SubtitleError(f"{path}: invalid JSON: {err}") from None
         return parse_json_cues(data, str(path))
     return parse_vtt(raw, str(path)) if suffix == ".vtt" else parse_srt(raw, str(path))
+
+
+def negative_cues(cues: Iterable[Cue]) -> int:
+    """How many cues start or end before 0 s on the axis they are given on."""
+    return sum(1 for cue in cues if cue.start < 0 or (cue.end is not None and cue.end < 0))
 
 
 def _resolve_null_ends(cues: Sequence[Cue], offset: float, duration: float,
