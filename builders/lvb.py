@@ -182,7 +182,8 @@ class LongVideoBench(MMLBBuilder):
 
     def cues(self, root: Path, row: LVBRow) -> list[Cue]:
         """The row's subtitle cues on the clip axis (see :mod:`mmlbdata.media.subtitles`)."""
-        raw = read_subtitles(release_file(root, "subtitles", row.subtitle_path))
+        path = release_file(root, "subtitles", row.subtitle_path)
+        raw = read_subtitles(path)
         negative = negative_cues(raw)
         if negative:  # reported once per build (generate); a prefetch worker's report is dropped
             rows_key, cues_key = NEGATIVE_TIME_COUNTS
@@ -194,7 +195,7 @@ class LongVideoBench(MMLBBuilder):
             return [Cue(cue.start, cue.start if cue.end is None else cue.end, cue.text)
                     for cue in raw]
         return clip_cues(raw, row.starting_timestamp_for_subtitles, row.duration,
-                         null_end=self.option("null_end", "next"))
+                         null_end=self.option("null_end", "next"), source=str(path))
 
     # -- one example -----------------------------------------------------------------------
     def example(self, root: Path, row: LVBRow, variant: str) -> dict | None:

@@ -136,7 +136,9 @@ def _json_cue(item: object) -> Cue:
         raise ValueError(f"neither 'timestamp' nor 'start' in {sorted(item)}")
     if not isinstance(text, str):
         raise ValueError(f"bad text {text!r}")
-    _check_order(start, end)
+    # No order check here: the reference loader reads any JSON span (an integer end becomes the
+    # duration, a reversed float span is re-centred on its midpoint), so only clip_cues' default
+    # mode, which knows how the end is resolved, refuses an end before its start.
     # the text as released: LVB's loader puts it in its input list unchanged (the prompt builder
     # strips it unless asked for the official text, builders/lvb.py text_items)
     return Cue(start, end, text, integral_end)
@@ -276,16 +278,23 @@ def _resolve_null_ends(cues: Sequence[Cue], offset: float, duration: float,
 
 
 def clip_cues(cues: Iterable[Cue], offset: float, duration: float, *,
-              null_end: str = "next") -> list[Cue]:
+              null_end: str = "next", source: str = "<cues>") -> list[Cue]:
     """Cues on the clip axis: null ends resolved, shifted by ``-offset``, kept in [0, duration].
 
     A cue overlapping the clip only in part is clipped to it (its midpoint, which orders it
     among the frames, then lies inside the clip). With ``null_end="original"`` cues are only
-    shifted, never dropped or clipped, as the reference loader does (module docstring).
+    shifted, never dropped or clipped, as the reference loader does (module docstring), a span
+    whose end comes before its start included; the default refuses such a cue (``source`` names
+    the file in that error).
     """
     resolved = _resolve_null_ends(list(cues), offset, duration, null_end)
     if null_end == "original":
         return [Cue(cue.start - offset, cue.end - offset, cue.text) for cue in resolved]
+    for number, cue in enumerate(resolved):
+        try:
+            _check_order(cue.start, cue.end)
+        except ValueError as err:
+            raise SubtitleError(f"{source}: cue {number}: {err}") from None
     out = []
     for cue in resolved:
         start, end = cue.start - offset, cue.end - offset
@@ -297,4 +306,4 @@ def clip_cues(cues: Iterable[Cue], offset: float, duration: float, *,
 
 def load_clip_cues(path: str | Path, offset: float, duration: float, **options) -> list[Cue]:
     """:func:`read_subtitles` then :func:`clip_cues`."""
-    return clip_cues(read_subtitles(path), offset, duration, **options)
+    return clip_cues(read_subtitles(path), offset, duration, source=str(path), **options)
