@@ -6,6 +6,7 @@ SlideVQA, InfoSeek, ViQuAE, Multi-LexSum, the ReadBench Hub files).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -22,12 +23,26 @@ class BadRecord:
     reason: str
 
 
+#: what a byte that is not UTF-8 becomes under ``errors="surrogateescape"`` (U+DC80..U+DCFF)
+_UNDECODABLE = re.compile("[\udc80-\udcff]")
+
+
 def read_jsonl(path) -> Iterator[tuple[int, dict | BadRecord]]:
-    """(line number, record) for each non-blank line; a line that is not a JSON object comes
-    back as a BadRecord naming the file and line."""
-    with open(path, encoding="utf-8") as handle:
+    """(line number, record) for each non-blank line; a line that is not a JSON object, or holds
+    bytes that are not UTF-8, comes back as a BadRecord naming the file and line.
+
+    The file is decoded with ``surrogateescape``: a bad byte stays in its line as a marker instead of
+    failing the whole read, so only that line is lost; lines split exactly as in text mode.
+    """
+    with open(path, encoding="utf-8", errors="surrogateescape") as handle:
         for line_no, line in enumerate(handle, 1):
             if not line.strip():
+                continue
+            bad_byte = _UNDECODABLE.search(line)
+            if bad_byte:
+                byte = ord(bad_byte.group()) - 0xDC00
+                yield line_no, BadRecord(str(path), f"line {line_no}",
+                                         f"not UTF-8: byte 0x{byte:02x} at character {bad_byte.start()}")
                 continue
             try:
                 record = json.loads(line)
