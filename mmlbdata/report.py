@@ -35,10 +35,11 @@ def source_label(path: object, sources: Mapping[str, os.PathLike]) -> str:
     manifest should not carry this machine's folders. The source folder's name is what the
     manifest's ``sources`` field records too (:func:`source_label` of the root itself).
     """
-    target = Path(os.path.abspath(path))
-    for root in sorted((Path(os.path.abspath(r)) for r in sources.values()), key=lambda r: -len(r.parts)):
-        if target == root or root in target.parents:
-            return (Path(root.name) / target.relative_to(root)).as_posix()
+    for spell in (os.path.abspath, os.path.realpath):  # as given, and with symlinks resolved (resolve_inside)
+        target = Path(spell(path))
+        for root in sorted((Path(spell(r)) for r in sources.values()), key=lambda r: -len(r.parts)):
+            if target == root or root in target.parents:
+                return (Path(root.name) / target.relative_to(root)).as_posix()
     return str(path)
 
 
