@@ -230,3 +230,14 @@ def test_an_mmneedle_file_that_is_not_json_names_the_file(tmp_path):
     needle.metadata_path(root, 1, 2, 1).write_bytes(b"[\xff]")
     with pytest.raises(ValueError, match="annotations_1_2_2.json: not a readable JSON file"):
         list(needle.read_samples(root, 1, 2, 1, BuildReport()))
+
+
+def test_json_lines_name_the_line_and_byte_that_is_not_utf8(tmp_path):
+    """Valid UTF-8 beyond ASCII is read; a bad byte costs only its line; CRLF lines split as in text mode."""
+    from mmlbdata.sources.records import BadRecord, read_jsonl
+
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(b'{"a": 1}\r\n{"b": "x\xc3\xa9\xff"}\n{"c": "\xc3\xa9"}\n')
+    records = list(read_jsonl(path))
+    assert [n for n, _ in records] == [1, 2, 3] and records[0][1] == {"a": 1} and records[2][1] == {"c": "\u00e9"}
+    assert isinstance(records[1][1], BadRecord) and records[1][1].reason == "not UTF-8: byte 0xff at character 9"

@@ -6,7 +6,6 @@ SlideVQA, InfoSeek, ViQuAE, Multi-LexSum, the ReadBench Hub files).
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -23,8 +22,16 @@ class BadRecord:
     reason: str
 
 
-#: what a byte that is not UTF-8 becomes under ``errors="surrogateescape"`` (U+DC80..U+DCFF)
-_UNDECODABLE = re.compile("[\udc80-\udcff]")
+def _first_undecodable(line: str) -> int | None:
+    """Where the first byte that was not UTF-8 sits in ``line`` (decoded with ``surrogateescape``,
+    which keeps such a byte as a lone surrogate U+DC80..U+DCFF, which no UTF-8 text holds)."""
+    if line.isascii():  # the common case, checked in C
+        return None
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError as err:
+        return err.start
+    return None
 
 
 def read_jsonl(path) -> Iterator[tuple[int, dict | BadRecord]]:
@@ -38,11 +45,10 @@ def read_jsonl(path) -> Iterator[tuple[int, dict | BadRecord]]:
         for line_no, line in enumerate(handle, 1):
             if not line.strip():
                 continue
-            bad_byte = _UNDECODABLE.search(line)
-            if bad_byte:
-                byte = ord(bad_byte.group()) - 0xDC00
+            at = _first_undecodable(line)
+            if at is not None:
                 yield line_no, BadRecord(str(path), f"line {line_no}",
-                                         f"not UTF-8: byte 0x{byte:02x} at character {bad_byte.start()}")
+                                         f"not UTF-8: byte 0x{ord(line[at]) - 0xDC00:02x} at character {at}")
                 continue
             try:
                 record = json.loads(line)
