@@ -1,20 +1,22 @@
 """What each kind of MMLongBench release record must hold: one :class:`~.lineschema.Schema` per loader.
 
 Read off the official ``data.py`` (EdinburghNLP/MMLongBench @22b9f27), loader by loader: a schema
-names the fields that loader reads and accepts every type it works with, so no record the official
-loader takes is refused here. Where it is stricter, the reason is written beside the field:
+names the fields that loader reads and accepts the types it works with; the few values it would
+take and a schema refuses are named below, with why:
 
 - ids (``id``): an integer or a string, optional (a row without one gets ``<kind>_<line>``).
   ``data.py`` puts them in a ``set`` and sorts them for the paper's draw: a list or object cannot
   be put in a set, and a float, boolean or null id is no id of any released file.
-- texts joined or concatenated by the loader (questions, NIAH passages, page texts, summaries,
-  doc names for ``{doc_id:.15}``): strings, as ``"<image>" + question`` and ``"\\n\\n".join``
-  demand. VRAG passages go through ``passage_template.format(**c)``, which prints numbers too:
-  their title and text may be numbers.
+- texts joined or concatenated by the loader (questions, NIAH passages, page texts, summaries):
+  strings, as ``"<image>" + question`` and ``"\\n\\n".join`` demand; doc names too, though
+  ``{doc_id:.15}`` would also print a float (a document name is no number). VRAG passages go
+  through ``passage_template.format(**c)``, which prints numbers too: their title and text may be
+  numbers.
 - image and page paths: strings (``os.path.join``); page paths need the parent folder the page
   label is read from, and summary pages the ``page`` the page number follows.
 - answers, in the types the official scoring compares: a string or a list of strings for
-  ``sub_em`` (VRAG, MM-NIAH retrieval/reasoning), a list of numbers for MM-NIAH counting
+  ``sub_em`` (VRAG, MM-NIAH retrieval/reasoning; the list of lists ``sub_em`` would flatten is
+  refused: our answers column is one flat list), a list of numbers for MM-NIAH counting
   (``sum``), a choice index or letter for MM-NIAH choices, a string for Visual Haystack (yes/no),
   a label for ICL, GovReport's ``summary`` sections, a document-QA answer as released (a string,
   a number, or for ``answer_format`` List a list or the JSON text of one). An empty answer list is
