@@ -28,7 +28,8 @@ LAYOUT = ("MMNeedle release (Wang-ML-Lab/MMNeedle): images_stitched/<N>_<N>/*.jp
 CAPTIONS = "file_to_caption.json"
 
 #: a needle position: 0-based, -1 when absent (``int()`` of anything else was a silent guess)
-_POSITION = Field((int, list), items=Field((int,)))
+_POSITION = Field((int, list), items=Field((int,)),
+                  rule=(lambda v: all(x >= -1 for x in _as_list(v)), "0-based positions, -1 when absent"))
 #: one entry of ``[<K>_]annotations_<M>_<N>_<N>.json`` as the official needle.py reads it: the
 #: haystack images, and per needle index/row/col and the COCO target (one value, or a list when K > 1)
 ENTRY_SCHEMA = Schema({
