@@ -384,7 +384,7 @@ def _refuse_implausible(part: Part, files: Sequence[Path]) -> None:
         why = implausibly_small(path)
         if why:
             path.unlink()
-            raise PartError(f"{part.label}: {why} (from {part.hub.repo})")
+            raise PartError(f"{why} (from {part.hub.repo})")
 
 
 def _place_file(src: Path, target: Path) -> None:
