@@ -170,9 +170,16 @@ def test_summary_and_document_prompts(rel):
     assert gov.prompt.endswith("Government Report:\nDocument GAO-19-123 (page 0): <image>\n\nDocument "
                                "GAO-19-123 (page 1): <image>\n\nNow please summarize the report.")
     assert gov.answers == ["What GAO Found:\nFirst.\nSecond.\n\nWhat GAO Recommends:\nAct."]
-    doc = _rows(root, "docqa", "documentQA/mmlongdoc_K8.jsonl")
-    assert doc[0].prompt.endswith("Document 4055915 (page 0): <image>\n\nDocument 4055915 (page 1): <image>\n\n"
+    # protocol v1.0: data.py @26197d2 L426 item_template with "(page {page_id})", page_id from L439
+    v10 = [row for _, row in release.read_release_file(root / "mmlb_data" / "documentQA/mmlongdoc_K8.jsonl", "docqa",
+                                                       BuildReport(), protocol="v1.0")]
+    assert v10[0].prompt.endswith("Document 4055915 (page 0): <image>\n\nDocument 4055915 (page 1): <image>\n\n"
                                   "Document 4055915 (page 2): <image>\n\nQuestion: Based on Document 4055915, answer "
+                                  "the following question. What year?")
+    # protocol v1.1 (default): data.py @22b9f27 L436 "Document {doc_id:.15}: <image>", doc_id from L449
+    doc = _rows(root, "docqa", "documentQA/mmlongdoc_K8.jsonl")
+    assert doc[0].prompt.endswith("Document 4055915: <image>\n\nDocument 4055915: <image>\n\n"
+                                  "Document 4055915: <image>\n\nQuestion: Based on Document 4055915, answer "
                                   "the following question. What year?")
     assert doc[0].meta["answer_format"] == "Integer" and doc[1].answers == ["['a', 'b']"]
     assert json.loads(doc[1].meta["answer_json"]) == ["a", "b"]  # the release's JSON, for --parity official
