@@ -97,7 +97,7 @@ def test_parse_output_of_each_protocol(output, v10, v11):
 
 
 def test_docqa_rules_read_the_parsed_answer_of_the_protocol():
-    """data.py load_doc_qa docqa_post_process scores only parse_output's text (@26197d2 L456-458,
+    """data.py load_doc_qa docqa_post_process scores only parse_output's text (@26197d2 L456-459,
     @22b9f27 L466-470): "Answer:\\n2019" is "" under v1.0 (0) and "2019" under v1.1 (Integer: 1)."""
     example = {"answers": ["2019"], "meta": {"answer_format": "Integer"}}
     v10 = get_metric("docqa", parity="official", protocol="v1.0").score("Answer:\n2019", example)
@@ -315,3 +315,50 @@ def test_no_judge_reply_crashes_the_scorer(reply):
         for official in (True, False):
             score = judged_result(reply, case, official).score
             assert isinstance(score, float) and (official or 0.0 <= score <= 1.0)
+
+
+# -- builds -----------------------------------------------------------------------------------------
+def test_viquae_rows_with_a_quote_in_the_image_path_are_dropped_under_v11(tmp_path):
+    """data.py @22b9f27 L47-55 (load_vrag, since bf8fbae): records whose image path holds '"' are
+    filtered out before the paper's id draw; v1.0 (@26197d2) keeps them."""
+    from mmlbdata.report import BuildReport
+    from mmlbdata.sources import mmlb_release as release
+
+    path = tmp_path / "viquae_K8_dep6.jsonl"
+    records = [{"id": f"q{i}", "question": "Who?", "answer": ["A"], "image": name, "ctxs": []}
+               for i, name in enumerate(["a.jpg", 'The "Boss".jpg', "c.jpg"])]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    report = BuildReport()
+    v11 = [row.official_id for _, row in release.read_release_file(path, "vrag", report)]
+    assert v11 == ["q0", "q2"]
+    assert [(s["record"], "double quote" in s["reason"]) for s in report.to_dict()["skipped"]] == [("line 2", True)]
+    assert [row.official_id for _, row in release.read_release_file(path, "vrag", BuildReport(), protocol="v1.0")] \
+        == ["q0", "q1", "q2"]
+    drawn = [row.official_id for _, row in release.read_release_file(path, "vrag", BuildReport(), paper=1)]
+    assert drawn == sorted(release.paper_ids(["q0", "q2"], 1))  # the draw sees only the kept ids
+
+
+def test_build_protocol_goes_to_prompts_manifest_and_card(tmp_path, real_data, tokenizer_path):
+    from test_mmlb_release import write_release
+
+    from mmlbdata.cli import main
+    from mmlbdata.writer import read_manifest
+
+    root = tmp_path / "release"
+    write_release(root, real_data)
+    common = ["mmlongdoc_8k", "--source", f"mmlb_release={root}", "--tokenizer", str(tokenizer_path),
+              "--no-progress", "--cache-dir", str(tmp_path / "cache")]
+    prompts = {}
+    for protocol in ("v1.1", "v1.0"):
+        out = tmp_path / protocol
+        assert main(["build", *common, "--out", str(out), "--protocol", protocol]) == 0
+        assert read_manifest(out, "mmlongdoc_8k")["protocol"] == protocol
+        assert main(["card", str(out), "--benchmark", "mmlongbench", "--no-plot"]) == 0
+        assert f"`protocol={protocol}`" in (out / "README.md").read_text()
+        import pyarrow.parquet as pq
+
+        [shard] = sorted((out / "data" / "mmlongdoc_8k").glob("*.parquet"))
+        prompts[protocol] = pq.read_table(shard, columns=["prompt"]).column("prompt").to_pylist()[0]
+    # data.py @22b9f27 L436/L449 vs @26197d2 L426/L439, the release's page_list docs/4055915/page{0,1,2}.png
+    assert "Document 4055915: <image>\n\nDocument 4055915: <image>\n\nDocument 4055915: <image>\n\n" in prompts["v1.1"]
+    assert "Document 4055915 (page 0): <image>\n\nDocument 4055915 (page 1): <image>\n\n" in prompts["v1.0"]
