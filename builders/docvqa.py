@@ -15,7 +15,8 @@ Procedure (MMLongBench, Wang et al. 2025, DocVQA category):
   answer page, or padded alternately left and right with other documents of the same source
   (seeded draw per question, the same at every length), the last padding document cut page by
   page (``mmlbdata.docpack``);
-* each page is ``Document {doc_id:.15} (page {n}): <image>`` (0-based page index), the question is
+* each page is ``Document {doc_id:.15}: <image>`` (MMLongBench v1.1, the default) or, with
+  ``--protocol v1.0``, ``Document {doc_id:.15} (page {n}): <image>`` (0-based page index); the question is
   prefixed ``Based on Document {doc_id:.15}, answer the following question.``, in the benchmark's
   template (``mmlbdata.prompts``: the official ``data.py`` text, shared with the release reader).
 

@@ -575,18 +575,22 @@ def test_mmneedle_release_honours_answer_form(tmp_path, real_data, tokenizer_pat
     assert json.loads(multi["meta"])["answer_form"] == "official"
 
 
-def test_export_of_our_document_qa_rows_reassembles_exactly(real_data, tmp_path, tokenizer_path, caplog):
-    """Our doc-QA recipe prints 'Document X (page N): <image>' per page, as data.py @26197d2
-    (load_doc_qa's item_template): the export re-assembles every row without a mismatch warning."""
+@pytest.mark.parametrize("protocol", ["v1.1", "v1.0"])
+def test_export_of_our_document_qa_rows_reassembles_exactly(real_data, tmp_path, tokenizer_path, caplog, protocol):
+    """Our doc-QA recipe prints 'Document X: <image>' per page (v1.1, data.py @22b9f27 L436) or
+    'Document X (page N): <image>' (v1.0, @26197d2 L426): the export re-assembles every row under the
+    protocol its manifest records, without a mismatch warning."""
     from mmlbdata.exports.mmlongbench import export_jsonl
 
     [built] = build_configs(["longdocurl_8k"], {"longdocurl": real_data / "longdocurl_sample"}, tmp_path / "built",
-                            store_root=tmp_path / "store", tokenizer=tokenizer_path, progress=False)
+                            store_root=tmp_path / "store", tokenizer=tokenizer_path, progress=False,
+                            options={"protocol": protocol})
     assert built.ok, built.error
     with caplog.at_level("WARNING", logger="mmlbdata"):
         [path] = export_jsonl(tmp_path / "built", tmp_path / "rel")
     rows = list(iter_rows(tmp_path / "built", "longdocurl_8k"))
     assert rows and "official loader would read differently" not in caplog.text
+    assert ("(page " in rows[0]["prompt"]) == (protocol == "v1.0")
     records = [json.loads(line) for line in path.read_text().splitlines()]
     assert len(records) == len(rows)
     assert all(not r["question"].startswith("Based on Document") for r in records)
