@@ -362,3 +362,29 @@ def test_build_protocol_goes_to_prompts_manifest_and_card(tmp_path, real_data, t
     # data.py @22b9f27 L436/L449 vs @26197d2 L426/L439, the release's page_list docs/4055915/page{0,1,2}.png
     assert "Document 4055915: <image>\n\nDocument 4055915: <image>\n\nDocument 4055915: <image>\n\n" in prompts["v1.1"]
     assert "Document 4055915 (page 0): <image>\n\nDocument 4055915 (page 1): <image>\n\n" in prompts["v1.0"]
+
+
+def test_evaluate_config_takes_the_protocol():
+    """The Python API: under v1.0 parity mode "Answer:\\n2019" parses to "" (utils.py @26197d2 L123)
+    and is left out of the averages (eval_api_batch.py L115); under v1.1 it scores 1."""
+    from mmlbdata.evaluation.evaluate import evaluate_config
+
+    examples = [{"id": "a", "dataset": "mmlongdoc", "length": 8192, "metric": "docqa", "answers": ["2019"],
+                 "meta": {"answer_format": "Integer"}}]
+    preds = {"a": {"prediction": "Answer:\n2019"}}
+    official = {"*": {"parity": "official"}}
+    v11 = evaluate_config([dict(e) for e in examples], preds, official)
+    v10 = evaluate_config([dict(e) for e in examples], preds, official, protocol="v1.0")
+    assert (v11["score"], v11["n"]) == (1.0, 1)
+    assert (v10["score"], v10["n"], v10["left_out"]) == (0.0, 0, 1)
+
+
+def test_lmms_eval_hooks_follow_mmlb_protocol(monkeypatch):
+    from mmlbdata.exports import lmms_eval_hooks as hooks
+
+    monkeypatch.setenv("MMLB_PARITY", "official")
+    example = {"answers": ["2019"], "meta": {"answer_format": "Integer"}}
+    for protocol, score in (("v1.0", 0.0), ("v1.1", 1.0)):  # "Answer:\n2019": see test_docqa_rules_read_...
+        monkeypatch.setenv("MMLB_PROTOCOL", protocol)
+        metric = hooks.get_metric("docqa", ("mmlongdoc", 8192))
+        assert metric.protocol.name == protocol and metric.score("Answer:\n2019", example).score == score

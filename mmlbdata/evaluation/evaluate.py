@@ -144,10 +144,16 @@ def _table(values: Iterable[tuple[str, float]]) -> dict:
     return {k: {"score": mean(groups[k]), "n": len(groups[k])} for k in sorted(groups, key=_length_key)}
 
 
-def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_options: dict | None = None) -> dict:
+def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_options: dict | None = None,
+                    protocol: str | None = None) -> dict:
     """Score one config: per metric, aggregates; tables by category/length/meta groups;
-    per-example {id, score, parsed}; problems (unknown ids, missing predictions)."""
-    metric_options = metric_options or {}
+    per-example {id, score, parsed}; problems (unknown ids, missing predictions). ``protocol``:
+    MMLongBench's (``mmlbdata.protocol``; None: the ``protocol`` of ``metric_options["*"]``, else v1.1)."""
+    metric_options = dict(metric_options or {})
+    if protocol is not None:
+        from ..protocol import get as get_protocol
+
+        metric_options["*"] = {**metric_options.get("*", {}), "protocol": get_protocol(protocol).name}
     by_id = {str(e["id"]): e for e in examples}
     for row, example in enumerate(examples):
         example.setdefault(ROW_KEY, row)  # official binary_acc's default answer depends on it
