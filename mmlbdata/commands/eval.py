@@ -23,8 +23,8 @@ def register(subparsers) -> None:
                    help="config to score (repeatable; default: every config named in the predictions)")
     p.add_argument("--out", required=True, help="folder for report.json and scores.png")
     p.add_argument("--extractor", choices=["judge", "none"], default="judge",
-                   help="MMLongBench-Doc/LongDocURL answer extraction: an LLM via the judge client, "
-                        "or none (predictions are already extracted answers)")
+                   help="MMLongBench-Doc/LongDocURL answer extraction and MMLongBench v1.1's document-QA "
+                        "judge: an LLM via the judge client, or none (extracted answers; rule-based doc QA)")
     p.add_argument("--judge-model", default=None, help="judge model (env MMLB_JUDGE_MODEL)")
     p.add_argument("--judge-base-url", default=None, help="OpenAI-compatible base URL (env MMLB_JUDGE_BASE_URL)")
     p.add_argument("--judge-api-key-env", default="MMLB_JUDGE_API_KEY",

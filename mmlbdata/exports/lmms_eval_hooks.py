@@ -62,13 +62,15 @@ def get_metric(name: str, scope: tuple = ()) -> Any:
             f"metric {name!r}: this mmlbdata has no metric registry (mmlbdata.evaluation.metrics.get_metric); "
             "install a version with the evaluator to score lmms-eval runs")
     try:
+        # the protocol is passed only when asked for: a registry without it still serves the default
+        chosen = {"protocol": protocol()} if os.environ.get("MMLB_PROTOCOL", "").strip() else {}
         if parity() == "default":
-            return lookup(name, protocol=protocol())
+            return lookup(name, **chosen)
         # one instance per metric and loaded file: official binary_acc's default answer cycles
         # over the docs in order and data.py restarts it for each file it loads
         key = (name, parity(), protocol(), *scope)
         if key not in _OFFICIAL:
-            _OFFICIAL[key] = lookup(name, parity=parity(), protocol=protocol())
+            _OFFICIAL[key] = lookup(name, parity=parity(), **chosen)
         return _OFFICIAL[key]
     except KeyError as err:
         raise MetricUnavailableError(f"metric {name!r} is not in mmlbdata's registry: {err}") from err
