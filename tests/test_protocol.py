@@ -213,13 +213,13 @@ def _responder(body):
 
 
 EXAMPLES = [
-    {"id": "r0", "question": "What year?", "answers": ["2019"],
+    {"id": "r0", "dataset": "mmlongdoc", "question": "What year?", "answers": ["2019"],
      "meta": {"answer_format": "Integer", "doc_name": "4055915-long-name-here"}},
-    {"id": "r1", "question": "Based on Document abc, answer the following question. What year?",
+    {"id": "r1", "dataset": "longdocurl", "question": "Based on Document abc, answer the following question. What year?",
      "answers": ["2019"], "meta": {"answer_format": "Integer"}},
-    {"id": "r2", "question": "Colour?", "answers": ["red"], "meta": {"answer_format": "String", "doc_name": "d"}},
-    {"id": "r3", "question": "Why?", "answers": ["x"], "meta": {"answer_format": "String", "doc_name": "d"}},
-    {"id": "r4", "question": "Which?", "answers": ["['a', 'b', 'c', 'd']"],
+    {"id": "r2", "dataset": "slidevqa", "question": "Colour?", "answers": ["red"], "meta": {"answer_format": "String", "doc_name": "d"}},
+    {"id": "r3", "dataset": "mmlongdoc", "question": "Why?", "answers": ["x"], "meta": {"answer_format": "String", "doc_name": "d"}},
+    {"id": "r4", "dataset": "mmlongdoc", "question": "Which?", "answers": ["['a', 'b', 'c', 'd']"],
      "meta": {"answer_format": "List", "doc_name": "d", "answer_json": "[\"a\", \"b\", \"c\", \"d\"]"}},
 ]
 PREDICTIONS = ["2019", "Answer: 1999", "blue", "nothing", "a and b"]
@@ -245,6 +245,11 @@ def test_judge_through_a_loopback_server(prompt_file, tmp_path):
                    for c in contents)
         agg = metric.aggregate(results, EXAMPLES)
         assert agg["scorer"].startswith("LLM judge (judge-x") and agg["judge_failed"] == 0
+        # data.py @22b9f27 load_data L632-636: text_doc (load_text_doc_qa) keeps the rules, no call
+        calls = len(server.requests)
+        text_doc = {**EXAMPLES[0], "id": "t0", "dataset": "text_doc"}
+        [ruled] = metric.score_many(["Answer: 2019"], [text_doc])
+        assert ruled.score == 1.0 and "judge_reply" not in ruled.extra and len(server.requests) == calls
         calls = len(server.requests)
         again = get_metric("docqa", parity="official", judge=judge, judge_prompts=prompt_file)
         assert [r.score for r in again.score_many(PREDICTIONS, EXAMPLES)] == [r.score for r in results]
@@ -273,7 +278,7 @@ def test_mmlb_eval_with_the_judge_records_its_origin(prompt_file, tmp_path, caps
     from mmlbdata.commands import eval as eval_cmd
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    rows = [{"id": e["id"], "dataset": "mmlongdoc", "length": 8192, "num_tokens": 10, "prompt": "p",
+    rows = [{"id": e["id"], "dataset": e["dataset"], "length": 8192, "num_tokens": 10, "prompt": "p",
              "images": [], "question": e["question"], "answers": e["answers"], "metric": "docqa",
              "meta": json.dumps(e["meta"])} for e in EXAMPLES]
     data = write_built(tmp_path / "built", {"mmlongdoc_8k": rows})

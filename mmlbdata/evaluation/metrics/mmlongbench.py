@@ -233,8 +233,13 @@ class DocQA(LeavesOutEmpty, Metric):
         return self.protocol.docqa_judge and self.options.get("judge") is not None
 
     def score(self, prediction, example):
-        if self.judged:
+        if self.judged and uses_judge(example):
             return self.score_many([prediction], [example])[0]
+        return self.rules(prediction, example)
+
+    def rules(self, prediction, example):
+        """``eval_docqa_score`` (parity mode) or this project's rule set (max over golds and
+        raw/parsed output)."""
         fmt = meta_of(example).get("answer_format", "String")
         answers = golds(example) or [""]
         if self.official:
@@ -249,8 +254,15 @@ class DocQA(LeavesOutEmpty, Metric):
         return best_of(prediction, one)
 
     def score_many(self, predictions, examples):
-        if not self.judged:
-            return self.mark_empty(predictions, [self.score(p, e) for p, e in zip(predictions, examples)])
+        results = [None if self.judged and uses_judge(e) else self.rules(p, e) for p, e in zip(predictions, examples)]
+        todo = [i for i, r in enumerate(results) if r is None]
+        if todo:
+            for i, result in zip(todo, self.judge_many([predictions[i] for i in todo], [examples[i] for i in todo])):
+                results[i] = result
+        return self.mark_empty(predictions, results)
+
+    def judge_many(self, predictions, examples) -> list[ScoreResult]:
+        """One judge call per example (concurrent, cached by the judge client)."""
         from .. import docqa_judge as dj
 
         prompts = self.options.get("judge_prompts")
@@ -263,19 +275,32 @@ class DocQA(LeavesOutEmpty, Metric):
         replies = self.options["judge"].complete_many(
             [prompts.request(c["question"], c["reference"], c["parsed"], c["is_list"]) for c in cases],
             **dj.JUDGE_PARAMS)
-        return self.mark_empty(predictions, [judged_result(r, c, self.official) for r, c in zip(replies, cases)])
+        return [judged_result(r, c, self.official) for r, c in zip(replies, cases)]
 
     def aggregate(self, results, examples):
         agg = super().aggregate(results, examples)
-        if self.judged:
+        judged = sum(1 for r in results if "judge_reply" in r.extra)
+        if judged:
             agg["scorer"] = f"LLM judge ({self.options['judge'].model}; protocol {self.protocol.name})"
             agg["judge_failed"] = sum(1 for r in results if r.extra.get("judge_failed"))
+            if judged < len(results):
+                agg["scored_by_rules"] = len(results) - judged
         else:
             agg["scorer"] = f"rules (eval_docqa_score; protocol {self.protocol.name})"
-            if self.protocol.docqa_judge:
+            if self.protocol.docqa_judge and not self.judged:
                 agg["note"] = ("no judge configured (--extractor none or no endpoint): the rule-based score, "
                                "not v1.1's LLM judge")
         return agg
+
+
+#: data.py @22b9f27 ``load_data`` L632-636: the judge scores these datasets only (``text_doc``, the
+#: OCR-text ablation, keeps the rules of ``load_text_doc_qa``)
+JUDGED_DATASETS = ("longdocurl", "mmlongdoc", "slidevqa")
+
+
+def uses_judge(example: dict) -> bool:
+    dataset = str(example.get("dataset") or "")
+    return any(key in dataset for key in JUDGED_DATASETS)
 
 
 def judge_question(example: dict) -> str:
