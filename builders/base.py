@@ -21,6 +21,7 @@ from mmlbdata.lengths import LENGTH_KEYS, length_tokens
 from mmlbdata.paths import resolve_inside
 from mmlbdata.report import BuildReport
 from mmlbdata.schema import FEATURES, make_example
+from mmlbdata import protocol as protocols
 from mmlbdata.sources import mmlb_release as release
 from mmlbdata.store import BadImageError, ImageStore
 from mmlbdata.tokens import TokenCounter, default_counter
@@ -218,7 +219,8 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
         if spec.kind == "icl":
             rows = release.read_icl_file(path, self.report, paper=paper, seed=seed)
         else:
-            rows = release.read_release_file(path, spec.kind, self.report, paper=paper, seed=seed)
+            rows = release.read_release_file(path, spec.kind, self.report, paper=paper, seed=seed,
+                                             protocol=self.option("protocol"))
         tally = release.LengthTally(self.length)
         seen: set[str] = set()
         for number, row in rows:
@@ -229,6 +231,7 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
                 tally.add(example["num_tokens"])
                 yield example
         self.manifest_extra.update(provenance="official release", release_file=relative,
+                                   protocol=protocols.get(self.option("protocol")).name,
                                    subset="paper" if paper else "all", official_lengths=tally.summary())
         self.report.note(f"{self.config.name}: official release {relative}; {tally.describe()}")
 
