@@ -39,7 +39,8 @@ def register(subparsers) -> None:
                    help="hf, vllm: run the Python code a model repository ships (custom architectures). "
                         "Off by default: only pass it for a model whose code you trust")
     pipe = p.add_argument_group("pipeline", "Read, decode and preprocess the next batches in background "
-                                "threads while the model generates; the summary line says where time went.")
+                                "threads while the model generates; the summary line says where time went. "
+                                "With --ray each replica prepares one batch while it generates another.")
     pipe.add_argument("--workers", type=int, default=2,
                       help="threads preparing batches (decode + processor); 0: the serial path, one stage "
                            "after the other (same predictions)")
