@@ -176,3 +176,24 @@ def test_a_batch_that_fails_to_prepare_is_reported_and_the_run_goes_on(built, tm
     assert (stats.examples, stats.errors) == (7, 2)
     assert "cannot identify image file" in capsys.readouterr().err
     assert sorted(r["id"] for r in lines(out)) == sorted(f"r{i}" for i in range(9) if i not in (2, 3))
+
+
+def test_cli_options_reach_the_pipeline_and_the_profile_is_written(built, tiny_model, tmp_path, capsys):
+    import argparse
+
+    from mmlbdata.commands import run as run_cmd
+
+    parser = argparse.ArgumentParser(prog="mmlb")
+    run_cmd.register(parser.add_subparsers())
+    preds, prof = tmp_path / "p.jsonl", tmp_path / "prof.jsonl"
+    args = parser.parse_args(["run", "--backend", "hf", "--model", str(tiny_model), "--device", "cpu", "--data",
+                              str(built), "--config", "vh_single_8k", "--out", str(preds), "--max-new-tokens", "3",
+                              "--batch-size", "4", "--workers", "1", "--prefetch", "1", "--sort-window", "2",
+                              "--profile", str(prof), "--limit", "6"])
+    assert args.func(args) == 0
+    printed = capsys.readouterr().out
+    assert "6 examples" in printed and "preprocess" in printed and "GPU peak memory n/a" in printed
+    records = lines(prof)
+    # six rows in one window of two batches of four, sorted by num_tokens: 100 100 200 300 | 400 500
+    assert [r["size"] for r in records] == [4, 2] and records[0]["ids"] == ["r0", "r5", "r3", "r1"]
+    assert sorted(r["id"] for r in lines(preds)) == [f"r{i}" for i in range(6)]
