@@ -95,8 +95,10 @@ def test_sorted_windows_pad_less_keep_ids_and_resume_without_duplicates(built, t
     out = tmp_path / "p.jsonl"
     opts = PipelineOptions(workers=1, sort_window=4)
     first = Recorder(stop_at=2)
+    threads = threading.active_count()
     with pytest.raises(KeyboardInterrupt):
         run(first, built, ["vh_single_8k"], out, batch_size=2, pipeline=opts)
+    assert threading.active_count() <= threads, "the reading threads outlived the interrupted run"
     assert first.calls == [["r0", "r5"], ["r3", "r1"]] and len(lines(out)) == 4
     stats = run(Recorder(), built, ["vh_single_8k"], out, batch_size=2, pipeline=opts)
     assert stats.skipped == 4 and stats.examples == 5

@@ -13,6 +13,7 @@ import json
 import logging
 import sys
 import time
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional, Protocol, Sequence
@@ -180,8 +181,10 @@ def run(backend: Backend, data_dir: str | Path, configs: Sequence[str], out: str
     profile = Path(opts.profile).open("a", encoding="utf-8") if opts.profile else None
     current = None
     try:
-        with out.open("a", encoding="utf-8") as sink:
-            for batch in prefetched(source, lambda b: prepare_batch(backend, b), opts.workers, opts.depth):
+        # closing: an exception here (Ctrl-C, a crash) stops the reading threads at once
+        with out.open("a", encoding="utf-8") as sink, \
+                closing(prefetched(source, lambda b: prepare_batch(backend, b), opts.workers, opts.depth)) as ready:
+            for batch in ready:
                 if current is not None and batch.config != current:
                     _log_config(current, stats, start)
                 current = batch.config
