@@ -133,7 +133,7 @@ def run_ray(args) -> int:
         stats = run_on_ray(backend_options(args), args.data, args.config, args.out, address=args.ray or None,
                            replicas=args.replicas, gpus_per_replica=gpus_per_replica(args),
                            cpus_per_replica=args.cpus_per_replica, batch_size=batch, requests=requests,
-                           limit=args.limit)
+                           limit=args.limit, profile=args.profile)
     except (FileNotFoundError, ValueError) as exc:
         print(f"mmlb run: {exc}", file=sys.stderr)
         return 2

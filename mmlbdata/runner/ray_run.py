@@ -20,11 +20,13 @@ time, so the model and the replica's GPU memory see what a single-process run gi
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import socket
 import threading
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
@@ -213,14 +215,16 @@ def run_on_ray(backend: BackendOptions | Callable[[], object], data: str | os.Pa
                out: str | os.PathLike, *, address: Optional[str] = None, replicas: int = 1,
                gpus_per_replica: Optional[float] = 0, cpus_per_replica: float = 1, batch_size: int = 1,
                requests: Optional[RequestOptions] = None, limit: Optional[int] = None,
-               progress: bool = True, num_cpus: Optional[int] = None,
+               progress: bool = True, num_cpus: Optional[int] = None, profile: Optional[str | os.PathLike] = None,
                max_replica_restarts: int = -1) -> RayRunStats:
     """Predict every pending example of ``configs`` with ``replicas`` backend actors and append
     the predictions to ``out``. ``backend`` is the options each replica builds its backend from
     (or a zero-argument factory). A replica that dies is restarted and its batch retried
     (``max_replica_restarts``, -1: no limit); a run that stops anyway resumes on the next call.
     ``gpus_per_replica=None`` reserves one GPU per replica when the cluster has any, else none (the
-    hf backend's ``--device auto``: it would otherwise share an unreserved GPU or sit on CPU)."""
+    hf backend's ``--device auto``: it would otherwise share an unreserved GPU or sit on CPU).
+    ``profile``: a JSONL file, one line per block of predictions received (ids, replica, seconds
+    per stage)."""
     from tqdm.auto import tqdm
 
     ray = connect(address, "mmlb run --ray", num_cpus)
@@ -248,14 +252,29 @@ def run_on_ray(backend: BackendOptions | Callable[[], object], data: str | os.Pa
         num_gpus=gpus_per_replica,
         num_cpus=cpus_per_replica, max_restarts=max_replica_restarts, max_task_retries=max_replica_restarts)
     with out.open("a", encoding="utf-8") as sink, tqdm(total=total, desc="mmlb run --ray", unit=" ex",
-                                                         disable=not progress, dynamic_ncols=True) as bar:
+                                                         disable=not progress, dynamic_ncols=True) as bar, \
+            (open(profile, "a", encoding="utf-8") if profile else nullcontext()) as profile_sink:
         for block in predictions.iter_batches(batch_size=None, batch_format="pyarrow"):
-            for row in block.to_pylist():
+            rows = block.to_pylist()
+            for row in rows:
                 _record(row, sink, stats)
             sink.flush()
+            if profile_sink is not None and rows:
+                profile_sink.write(json.dumps(block_profile(rows)) + "\n")
+                profile_sink.flush()
             bar.update(block.num_rows)
     stats.seconds = time.perf_counter() - started
     return stats
+
+
+def block_profile(rows: list[dict]) -> dict:
+    """The ``--profile`` line of one block of predictions: what the single-process runner writes
+    per batch, less the wait (a replica's is Ray's business), plus the replica."""
+    record = {"config": rows[0]["config"], "ids": [r["id"] for r in rows], "size": len(rows),
+              "replica": rows[0]["replica"]}
+    record.update({name: round(sum(r[f"stage_{name}"] for r in rows), 6) for name in STAGES})
+    record["gpu_peak_bytes"] = max(r["gpu_peak"] for r in rows) if rows[0]["gpu_peak"] >= 0 else None
+    return record
 
 
 def _record(row: dict, sink, stats: RayRunStats) -> None:
