@@ -158,7 +158,6 @@ def prefetched(source: Iterable[Batch], prepare: Callable[[Batch], Batch], worke
             batch = prepare(batch)
             batch.profile.waited = time.perf_counter() - started
             yield batch
-        return
     ahead: "queue.Queue[object]" = queue.Queue(maxsize=max(depth, 1))
     stop = threading.Event()
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mmlb-prepare")
