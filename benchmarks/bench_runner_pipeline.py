@@ -8,12 +8,14 @@ reading, decoding and the processor are the real code on real JPEGs. Generation 
 a fixed sleep per batch (a stand-in for the accelerator, which a CPU cannot time honestly),
 whose text is a checksum of the batch's prepared tensors: equal predictions mean equal inputs.
 
-By default the sleep is set so that generation takes as long as the serial run's preparation
-(read + decode + preprocess), the case where overlap matters most: the serial path then takes
-their sum, a perfect pipeline their max. Table 1: wall time per setting and repeat, against
-max(prep, gen) of the calibrating serial run ("wall/max") and of the run's own stage times
-("wall/own max": the machine's load drifts between runs). Table 2 (why threads): preparing every batch serially, in 2 threads and in 2
-processes (each with its own processor; tensors pickled back).
+By default the sleep is set so that generation takes as long as preparation (read + decode +
+preprocess) measured serially just before (each repeat runs serial, then 1 and 2 workers, and
+re-balances: the shared machine's load drifts), the case where overlap matters most: the serial
+path then takes their sum, a perfect pipeline their max. Table 1: wall time per setting and
+repeat against max(prep, gen) ("wall/max", prep from the repeat's serial run) and against the
+run's own stage times ("wall/own max", preparation divided by the workers). Table 2 (why
+threads): preparing every batch inline, in 2 threads and in 2 spawned processes (each with its
+own processor; tensors pickled back).
 """
 from __future__ import annotations
 
@@ -124,6 +126,12 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def balance(backend: SleepingGenerator, args, stages: dict, n_batches: int) -> None:
+    """Generation as long as the serial run's preparation (unless --generate-seconds is given)."""
+    prep = stages["read"] + stages["decode"] + stages["preprocess"]
+    backend.seconds = args.generate_seconds if args.generate_seconds is not None else prep / n_batches
+
+
 def measure(args, work: Path) -> None:
     from mmlbdata.runner.tiny import build_tiny_vlm
 
@@ -134,20 +142,21 @@ def measure(args, work: Path) -> None:
 
     timed_run(backend, built, work / "warm.jsonl", args.batch_size, 0)  # imports, dataset resolution
     _, stages, _ = timed_run(backend, built, work / "calibrate.jsonl", args.batch_size, 0)
-    prep = stages["read"] + stages["decode"] + stages["preprocess"]
-    backend.seconds = args.generate_seconds if args.generate_seconds is not None else prep / n_batches
-    gen = backend.seconds * n_batches
+    balance(backend, args, stages, n_batches)
     print(f"{args.rows} rows x {args.images} COCO images, batch {args.batch_size} ({n_batches} batches); "
-          f"serial preparation {prep:.2f}s, generation {gen:.2f}s ({backend.seconds:.3f}s per batch)", flush=True)
+          f"generation {backend.seconds:.3f}s per batch to start with", flush=True)
 
     rows, reference = [], None
     for repeat in range(args.repeats):
         for workers in (0, 1, 2):
+            gen = backend.seconds * n_batches
             wall, stages, lines = timed_run(backend, built, work / f"w{workers}.jsonl", args.batch_size, workers)
             reference = reference or lines
+            if workers == 0:  # this repeat's preparation time, measured serially
+                prep = stages["read"] + stages["decode"] + stages["preprocess"]
             bound = max(prep, gen)
-            # the same bound from this run's own stage times (the machine's load drifts between runs;
-            # preparation spread over the workers, as if perfectly parallel)
+            # the bound from this run's own stage times, preparation spread over its workers as if
+            # perfectly parallel: how close the run came to hiding its shorter stage
             own_prep = (stages["read"] + stages["decode"] + stages["preprocess"]) / max(workers, 1)
             own = max(own_prep, stages["generate"])
             rows.append({"repeat": repeat, "workers": workers, "wall s": f"{wall:.2f}",
@@ -156,6 +165,8 @@ def measure(args, work: Path) -> None:
                          "max(prep,gen)": f"{bound:.2f}", "sum": f"{prep + gen:.2f}",
                          "wall/max": f"{wall / bound:.2f}", "wall/own max": f"{wall / own:.2f}",
                          "same preds": lines == reference})
+            if workers == 0:
+                balance(backend, args, stages, n_batches)
     print(table(rows, list(rows[0])), flush=True)
     for workers in (0, 1, 2):
         for column in ("wall/max", "wall/own max"):
