@@ -9,10 +9,11 @@ the caller takes the prepared batches *in order* from a queue a few batches deep
 
 Why threads and not processes (the official MMLongBench ``eval.py`` uses DataLoader worker
 processes): the heavy parts of preparing (PIL's JPEG/PNG decoders and resampling, numpy
-normalisation, the Rust tokenizer) release the GIL, so threads overlap with generation and with
-each other (``benchmarks/bench_runner_pipeline.py`` measures it); a process would need the
-processor shipped to it and every batch's pixel tensors pickled back (tens of MB for a 32K row),
-and rows streamed from one parquet shard cannot be split between DataLoader workers anyway.
+normalisation, the Rust tokenizer) release the GIL, so threads overlap with generation, and
+``benchmarks/bench_runner_pipeline.py`` found two spawned processes no faster than two threads
+(each needs its own processor, and every batch's pixel tensors, tens of MB for a 32K row, are
+pickled back); rows streamed from one parquet shard cannot be split between DataLoader workers
+anyway.
 
 The order of batches, and so the order of output lines, is the order they are read, and a
 batch's content does not depend on the number of workers: ``workers=0`` runs the same stages
