@@ -290,8 +290,9 @@ def test_mmlb_fetch_multi_lexsum_release_from_a_hub_endpoint_then_pdfs(tmp_path,
     out = capsys.readouterr().out
     # train/dev are not served: reported, and the command stops before the PDFs
     assert code == 1 and "2 downloaded, 0 already present, 2 failed" in out and "train.json" in out
-    (root / "releases" / "v20230518" / "train.json").write_text("")
-    (root / "releases" / "v20230518" / "dev.json").write_text("")
+    # placed by hand, non-empty: an empty file is never taken as fetched (issue #27)
+    (root / "releases" / "v20230518" / "train.json").write_text("{}\n")
+    (root / "releases" / "v20230518" / "dev.json").write_text("{}\n")
     with LoopbackServer(files) as srv:
         urls.write_text(json.dumps({d: srv.url(f"/doc/{d}") for d in ("A-1-0001", "A-1-0002")}))
         code = main(["fetch", f"multi_lexsum={root}", "--release", "--endpoint", srv.url(""), "--no-progress",
