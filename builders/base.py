@@ -17,13 +17,17 @@ from typing import Any, Iterator, Mapping, Optional, Sequence
 import datasets
 
 from mmlbdata import __version__
-from mmlbdata.lengths import LENGTH_KEYS, length_tokens
+from mmlbdata.lengths import EXTENDED_LENGTH_KEYS, LENGTH_KEYS, length_tokens
 from mmlbdata.paths import resolve_inside
 from mmlbdata.report import BuildReport
 from mmlbdata.schema import FEATURES, make_example
 from mmlbdata.sources import mmlb_release as release
 from mmlbdata.store import BadImageError, ImageStore
 from mmlbdata.tokens import TokenCounter, default_counter
+
+
+#: MMLongBench's families: the five lengths and the extended release's 256K / 512K
+MMLONGBENCH_LENGTH_KEYS: tuple[str, ...] = LENGTH_KEYS + EXTENDED_LENGTH_KEYS
 
 
 class MissingSourceError(ValueError):

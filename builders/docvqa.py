@@ -40,7 +40,7 @@ from mmlbdata.sources import longdocurl, mmlongbench_doc, slidevqa
 from mmlbdata.sources.docqa import DocQuestion, correct_answer, long_answer_problem
 from mmlbdata.sources.records import BadRecord
 
-from .base import MMLBBuilder, standard_configs
+from .base import MMLONGBENCH_LENGTH_KEYS, MMLBBuilder, standard_configs
 
 LAYOUTS = {
     "mmlongbench_doc": "samples.json + documents/<doc_id> (PDFs), as in MMLongBench-Doc's data/",
@@ -66,14 +66,14 @@ class DocVQA(MMLBBuilder):
                 "others}, year={2025}}")
     SOURCES = dict(LAYOUTS)
     BUILDER_CONFIGS = (
-        standard_configs("mmlongdoc", metric="docqa", sources=("mmlongbench_doc",),
+        standard_configs("mmlongdoc", lengths=MMLONGBENCH_LENGTH_KEYS, metric="docqa", sources=("mmlongbench_doc",),
                          dpi=DEFAULT_DPI, max_pages=None, question_set="all",
                          description="MMLongBench-Doc questions, PDF pages at 144 DPI")
-        + standard_configs("longdocurl", metric="docqa", sources=("longdocurl",),
+        + standard_configs("longdocurl", lengths=MMLONGBENCH_LENGTH_KEYS, metric="docqa", sources=("longdocurl",),
                            dpi=DEFAULT_DPI, page_dpi=longdocurl.PNG_DPI, question_set="all",
                            description="LongDocURL questions, pages at 144 DPI (PDFs, else "
                                        "the 72-DPI page PNGs upscaled)")
-        + standard_configs("slidevqa", metric="docqa", sources=("slidevqa",), split="test",
+        + standard_configs("slidevqa", lengths=MMLONGBENCH_LENGTH_KEYS, metric="docqa", sources=("slidevqa",), split="test",
                          question_set="all",
                            description="SlideVQA questions, slide images")
     )

@@ -104,3 +104,14 @@ def test_place_at_and_depth_index():
         place_at(list("ab"), ["X", "Y"], [1, 1])
     with pytest.raises(ValueError, match="do not fit"):
         place_at(list("ab"), ["X"], [3])
+
+
+def test_extended_lengths_parse_but_stay_out_of_the_five():
+    from mmlbdata.lengths import ALL_LENGTHS, EXTENDED_LENGTHS, LENGTHS, length_tokens, parse_config_name
+
+    assert parse_config_name("vh_single_512k") == ("vh_single", "512k")
+    assert parse_config_name("gov_report_256k") == ("gov_report", "256k")
+    assert length_tokens("256k") == 262144 and length_tokens("512K") == 524288
+    assert "256k" not in LENGTHS and EXTENDED_LENGTHS == {"256k": 262144, "512k": 524288}
+    assert list(ALL_LENGTHS) == ["8k", "16k", "32k", "64k", "128k", "256k", "512k"]
+    assert parse_config_name("vh_single_1024k") == ("vh_single_1024k", None)
