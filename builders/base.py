@@ -17,11 +17,12 @@ from typing import Any, Iterator, Mapping, Optional, Sequence
 import datasets
 
 from mmlbdata import __version__
-from mmlbdata.lengths import EXTENDED_LENGTH_KEYS, LENGTH_KEYS, length_tokens
+from mmlbdata.lengths import EXTENDED_LENGTH_KEYS, LENGTH_KEYS, LENGTHS, length_tokens
 from mmlbdata.paths import resolve_inside
 from mmlbdata.report import BuildReport
 from mmlbdata.schema import FEATURES, make_example
 from mmlbdata.sources import mmlb_release as release
+from mmlbdata.sources import mmlb_release_tsv as release_tsv
 from mmlbdata.store import BadImageError, ImageStore
 from mmlbdata.tokens import TokenCounter, default_counter
 
@@ -64,11 +65,22 @@ class MMLBConfig(datasets.BuilderConfig):
         spec = release.RELEASE_FILES.get(self.dataset)
         return spec if spec is not None and self.length else None
 
+    @property
+    def in_release_tsv(self) -> bool:
+        """Whether MMLongBench's VLMEvalKit TSVs (32K, 128K, 256K, 512K) hold this config."""
+        return self.release_file is not None and self.length in release_tsv.TSV_LENGTHS
+
     def source_keys(self, given: Mapping[str, Any]) -> tuple[str, ...]:
         """The source keys a build reads: the official release alone when it is given and holds
-        this config, else the recipe's own sources."""
+        this config (the JSON-lines files first, the VLMEvalKit TSVs for the lengths beyond them),
+        else the recipe's own sources."""
+        tsv = self.in_release_tsv and release_tsv.SOURCE_KEY in given
+        if tsv and self.length not in LENGTHS.values():
+            return (release_tsv.SOURCE_KEY,)
         if self.release_file is not None and release.SOURCE_KEY in given:
             return (release.SOURCE_KEY,)
+        if tsv:
+            return (release_tsv.SOURCE_KEY,)
         if self.release_key is not None and self.release_key in given:
             return (self.release_key,)
         return self.sources
@@ -82,6 +94,9 @@ class MMLBConfig(datasets.BuilderConfig):
             except ValueError:  # an ablation: built by name, with --option release_file
                 return [f"{release.SOURCE_KEY} file (build {self.name} by name with --option release_file=...)"]
             return [] if path.is_file() else [f"{release.SOURCE_KEY} file {path}"]
+        if keys == (release_tsv.SOURCE_KEY,):
+            path = release_tsv.tsv_path(Path(given[release_tsv.SOURCE_KEY]), self.length)
+            return [] if path.is_file() else [f"{release_tsv.SOURCE_KEY} file {path}"]
         return [k for k in keys if k not in given]
 
 
@@ -145,6 +160,8 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
         if any(config.release_file is not None for config in cls.BUILDER_CONFIGS):
             cls.SOURCES = {**cls.SOURCES, release.SOURCE_KEY: release.LAYOUT}
             cls.BUILDER_CONFIGS = list(cls.BUILDER_CONFIGS) + release_only_configs(cls.BUILDER_CONFIGS)
+        if any(config.in_release_tsv for config in cls.BUILDER_CONFIGS):
+            cls.SOURCES = {**cls.SOURCES, release_tsv.SOURCE_KEY: release_tsv.LAYOUT}
 
     def __init__(
         self,
@@ -175,6 +192,8 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
         if self.config.source_keys(self.sources) == (release.SOURCE_KEY,):
             # every family's rows come from the official release instead of its recipe
             self.generate = self.generate_from_mmlb_release
+        elif self.config.source_keys(self.sources) == (release_tsv.SOURCE_KEY,):
+            self.generate = self.generate_from_release_tsv
 
     # -- what subclasses use -------------------------------------------------------------------
     @property
@@ -236,6 +255,30 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
                                    subset="paper" if paper else "all", official_lengths=tally.summary())
         self.report.note(f"{self.config.name}: official release {relative}; {tally.describe()}")
 
+    def generate_from_release_tsv(self) -> Iterator[dict[str, Any]]:
+        """The config's rows of MMLongBench's VLMEvalKit TSV (the extended release): the reference
+        subset and ids as released, prompts as VLMEvalKit interleaves them, every row counted with
+        our counter and kept (flagged ``meta.over_budget`` when over its length)."""
+        root = self.source(release_tsv.SOURCE_KEY)
+        path = release_tsv.tsv_path(root, self.length)
+        if not path.is_file():
+            raise MissingSourceError(f"{root} has no {release_tsv.tsv_name(self.length)} (needed by {self.config.name})")
+        images = release_tsv.image_root(root, self.length)
+        tally, seen, subsets = release.LengthTally(self.length), set(), set()
+        for number, row in release_tsv.read_tsv(path, self.config.dataset, self.report):
+            if self.limit is not None and tally.rows >= self.limit:
+                break
+            example = self._mmlb_release_example(row, path, path.name, number, seen, images)
+            if example is not None:
+                tally.add(example["num_tokens"])
+                subsets.add(row.meta.get("mmlb_subset") or "")
+                yield example
+        self.manifest_extra.update(provenance="official release", release_format="vlmevalkit_tsv",
+                                   release_file=path.name, subset=", ".join(sorted(subsets)) or "none",
+                                   official_lengths=tally.summary())
+        self.report.note(f"{self.config.name}: VLMEvalKit release {path.name} ({', '.join(sorted(subsets))}); "
+                         f"{tally.describe()}")
+
     def _mmlb_paper_samples(self, spec: release.ReleaseFile) -> Optional[int]:
         subset = str(self.option("subset", "all"))
         if subset not in ("all", "paper"):
@@ -245,7 +288,7 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
     def _mmlb_release_example(self, row: release.ReleaseRow, path: Path, relative: str, number: int,
                               seen: set[str], images: Path) -> Optional[dict[str, Any]]:
         """One official row in our schema; a row with an unusable image is skipped and reported."""
-        record = f"line {number}" if path.suffix == ".jsonl" else f"test example {number}"
+        record = {".jsonl": f"line {number}", ".tsv": f"row {number}"}.get(path.suffix, f"test example {number}")
         try:
             refs = [self.store.ref_inside(images, name, what="image") for name in row.images]
         except (BadImageError, OSError) as err:
