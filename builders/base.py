@@ -254,6 +254,23 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
         self.manifest_extra.update(provenance="official release", release_file=relative,
                                    subset="paper" if paper else "all", official_lengths=tally.summary())
         self.report.note(f"{self.config.name}: official release {relative}; {tally.describe()}")
+        if self.config.in_release_tsv and release_tsv.SOURCE_KEY in self.sources:
+            self._cross_check_release_tsv(path, spec)
+
+    def _cross_check_release_tsv(self, path: Path, spec: release.ReleaseFile) -> None:
+        """With both releases given (32K, 128K): the VLMEvalKit TSV's rows against the whole JSON-lines
+        file, by official id; the counts go to the manifest and the report."""
+        tsv = release_tsv.tsv_path(self.source(release_tsv.SOURCE_KEY), self.length)
+        if not tsv.is_file():
+            self.report.note(f"{self.config.name}: no {tsv.name} to cross-check the release with")
+            return
+        if spec.kind == "icl":
+            rows = (row for _n, row in release.read_icl_file(path, BuildReport()))
+        else:
+            rows = (row for _n, row in release.read_release_file(path, spec.kind, BuildReport()))
+        counts = release_tsv.cross_check(tsv, self.config.dataset, rows)
+        self.manifest_extra["tsv_cross_check"] = counts
+        self.report.note(f"{self.config.name}: {tsv.name} cross-check: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
 
     def generate_from_release_tsv(self) -> Iterator[dict[str, Any]]:
         """The config's rows of MMLongBench's VLMEvalKit TSV (the extended release): the reference

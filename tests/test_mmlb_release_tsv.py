@@ -197,3 +197,26 @@ def test_a_file_that_is_not_the_release_tsv_is_a_clear_error(tmp_path, tokenizer
     [result] = build_configs(["gov_report_256k"], {"mmlb_release_tsv": tmp_path}, tmp_path / "out",
                              tokenizer=tokenizer_path, store_root=tmp_path / "store", progress=False)
     assert not result.ok and "MMLongBench_256K.tsv" in result.error and "no column" in result.error
+
+
+def test_32k_tsv_is_cross_checked_against_the_jsonl_release(tmp_path, real_data, tokenizer_path):
+    """Both releases given at 32K: the rows come from the JSON-lines files, and the TSV's rows are
+    matched by id: one agrees, one has another answer, one id the JSON-lines file lacks."""
+    from test_mmlb_release import write_release
+
+    img = write_release(tmp_path, real_data, k=32)
+    p = img["photos"]
+    q7, q8 = "For the image with a dog, is there a cat?", "For the image with a dog, is there a cow?"
+    write_tsv(tmp_path / "MMLongBench_32K.tsv", [
+        row(0, "7", vh_prompt(3, q7), "Yes", p[:3], "NIAH_32", "NIAH", "vh_single", {"answer": "Yes"}),
+        row(1, "8", vh_prompt(2, q8), "Yes", p[1:3], "NIAH_32", "NIAH", "vh_single", {"answer": "Yes"}),
+        row(2, "99", vh_prompt(1, q8), "No", p[:1], "NIAH_32", "NIAH", "vh_single", {"answer": "No"}),
+    ])
+    sources = {"mmlb_release": tmp_path, "mmlb_release_tsv": tmp_path}
+    [result] = build_configs(["vh_single_32k"], sources, tmp_path / "out", tokenizer=tokenizer_path,
+                             store_root=tmp_path / "store", progress=False)
+    assert result.ok, result.error
+    manifest = read_manifest(tmp_path / "out", "vh_single_32k")
+    assert manifest["release_file"] == "NIAH/vh_single_test_1000_K32_dep6.jsonl"
+    assert manifest["tsv_cross_check"] == {"tsv_rows": 3, "matched": 2, "prompts_differ": 0, "images_differ": 0,
+                                           "answers_differ": 1, "missing_from_jsonl": 1}

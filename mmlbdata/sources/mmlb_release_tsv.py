@@ -191,3 +191,36 @@ def read_tsv(path: Path, dataset: str, report: BuildReport) -> Iterator[tuple[in
         except (release.ReleaseRecordError, ValueError, KeyError, TypeError) as err:
             report.skip(path, f"row {number}", f"malformed row ({type(err).__name__}: {err})")
 
+
+
+# -- the 32K / 128K TSVs against the JSON-lines release ------------------------------------------
+def _digest(row: release.ReleaseRow) -> tuple[str, str, tuple[str, ...]]:
+    """What must agree between the two forms of a row: the prompt, the images, the answers."""
+    import hashlib
+
+    prompt = hashlib.sha256(row.prompt.encode()).hexdigest()
+    images = hashlib.sha256("\n".join(row.images).encode()).hexdigest()
+    return prompt, images, tuple(row.answers)
+
+
+def cross_check(tsv_file: Path, dataset: str, jsonl_rows: Iterator[release.ReleaseRow]) -> dict[str, int]:
+    """Compare the TSV's rows of ``dataset`` with the JSON-lines release's rows, matched by official id
+    (repeated ids in order, as build_mmlongbench_tsv.py's cursor matches them). Only digests are
+    kept, so memory follows the TSV's row count, not its prompts."""
+    waiting: dict[str, list] = {}
+    for _number, row in read_tsv(tsv_file, dataset, BuildReport()):
+        waiting.setdefault(str(row.official_id), []).append(_digest(row))
+    counts = {"tsv_rows": sum(len(v) for v in waiting.values()), "matched": 0, "prompts_differ": 0,
+              "images_differ": 0, "answers_differ": 0}
+    for row in jsonl_rows:
+        pending = waiting.get(str(row.official_id))
+        if not pending:
+            continue
+        prompt, images, answers = pending.pop(0)
+        ours = _digest(row)
+        counts["matched"] += 1
+        counts["prompts_differ"] += prompt != ours[0]
+        counts["images_differ"] += images != ours[1]
+        counts["answers_differ"] += answers != ours[2]
+    counts["missing_from_jsonl"] = counts["tsv_rows"] - counts["matched"]
+    return counts
