@@ -190,6 +190,18 @@ def main(argv: Optional[list[str]] = None) -> None:
     columns = ["length", "images/row", "pack rows/s", "pack images/s", "pack MB", "rows", "build s", "build rows/s",
                "build MB", "disk MB"] + ([] if args.no_load else ["memory s", "memory MB", "streaming s", "streaming MB"])
     print(table(lines, columns))
+    for line in lines:
+        if line["length"] == "512k" and not args.no_load:
+            print(acceptance(line, args.images))
+
+
+def acceptance(line: dict, images: int, limit_mb: int = 2048) -> str:
+    """Issue #25's check on the 512k line: both loads under ``limit_mb`` peak RSS."""
+    peaks = [line.get("memory MB"), line.get("streaming MB")]
+    held = all(isinstance(p, str) and p.isdigit() and int(p) < limit_mb for p in peaks)
+    return (f"acceptance (#25): vh_single_512k, {line.get('rows')} rows from {images} generated images: peak RSS "
+            f"in memory {peaks[0]} MB, streaming {peaks[1]} MB -> {'holds' if held else 'does NOT hold'} "
+            f"(< {limit_mb} MB both ways)")
 
 
 if __name__ == "__main__":

@@ -270,7 +270,8 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
             rows = (row for _n, row in release.read_release_file(path, spec.kind, BuildReport()))
         counts = release_tsv.cross_check(tsv, self.config.dataset, rows)
         self.manifest_extra["tsv_cross_check"] = counts
-        self.report.note(f"{self.config.name}: {tsv.name} cross-check: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        self.report.note(f"{self.config.name}: {tsv.name} cross-check: "
+                         + ", ".join(f"{k} {v}" for k, v in counts.items()))
 
     def generate_from_release_tsv(self) -> Iterator[dict[str, Any]]:
         """The config's rows of MMLongBench's VLMEvalKit TSV (the extended release): the reference
@@ -279,7 +280,8 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
         root = self.source(release_tsv.SOURCE_KEY)
         path = release_tsv.tsv_path(root, self.length)
         if not path.is_file():
-            raise MissingSourceError(f"{root} has no {release_tsv.tsv_name(self.length)} (needed by {self.config.name})")
+            raise MissingSourceError(f"{root} has no {release_tsv.tsv_name(self.length)} "
+                                     f"(needed by {self.config.name})")
         images = release_tsv.image_root(root, self.length)
         tally, seen, subsets = release.LengthTally(self.length), set(), set()
         for number, row in release_tsv.read_tsv(path, self.config.dataset, self.report):
