@@ -284,6 +284,7 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
                                      f"(needed by {self.config.name})")
         images = release_tsv.image_root(root, self.length)
         tally, seen, subsets = release.LengthTally(self.length), set(), set()
+        unusual = {"image_markers": 0, "template_mismatch": 0}
         for number, row in release_tsv.read_tsv(path, self.config.dataset, self.report):
             if self.limit is not None and tally.rows >= self.limit:
                 break
@@ -291,7 +292,13 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
             if example is not None:
                 tally.add(example["num_tokens"])
                 subsets.add(row.meta.get("mmlb_subset") or "")
+                for key in unusual:
+                    unusual[key] += key in row.meta
                 yield example
+        if any(unusual.values()):
+            self.report.note(f"{self.config.name}: {unusual['image_markers']} rows with image markers not one per "
+                             f"image (meta.image_markers), {unusual['template_mismatch']} prompts not in data.py's "
+                             f"template (meta.template_mismatch); kept as released")
         self.manifest_extra.update(provenance="official release", release_format="vlmevalkit_tsv",
                                    release_file=path.name, subset=", ".join(sorted(subsets)) or "none",
                                    official_lengths=tally.summary())

@@ -117,6 +117,7 @@ def test_answers_go_through_the_jsonl_readers_gold(release):
     [(_, doc)] = tsv.read_tsv(path, "longdocurl", BuildReport())
     assert doc.answers == ["['2019', '2020']"] and doc.meta["answer_json"] == '["2019", "2020"]'
     assert doc.meta["answer_format"] == "List" and doc.meta["doc_name"] == "4055915"
+    assert not any("template_mismatch" in r.meta for r in (mc, gov, doc))  # each in its data.py template
 
 
 @pytest.mark.parametrize("text, images, prompt, note", [
@@ -220,3 +221,22 @@ def test_32k_tsv_is_cross_checked_against_the_jsonl_release(tmp_path, real_data,
     assert manifest["release_file"] == "NIAH/vh_single_test_1000_K32_dep6.jsonl"
     assert manifest["tsv_cross_check"] == {"tsv_rows": 3, "matched": 2, "prompts_differ": 0, "images_differ": 0,
                                            "answers_differ": 1, "missing_from_jsonl": 1}
+
+
+def test_unusual_rows_are_kept_flagged_and_counted(tmp_path, real_data, tokenizer_path):
+    """A VH row whose markers miss an image, and one whose prompt is not data.py's VH template (a
+    different instruction): both kept as released, flagged in meta, counted in the build report."""
+    p = photos(tmp_path, real_data, "")
+    write_tsv(tmp_path / "MMLongBench_128K.tsv", [
+        row(0, "1", vh_prompt(1, "q?"), "No", p[:2], "NIAH_128", "NIAH", "vh_single", {"answer": "No"}),
+        row(1, "2", "Look: <image token>\n\nQuestion: q?", "No", p[:1], "NIAH_128", "NIAH", "vh_single", {}),
+    ])
+    [result] = build_configs(["vh_single_128k"], {"mmlb_release_tsv": tmp_path}, tmp_path / "out",
+                             tokenizer=tokenizer_path, store_root=tmp_path / "store", progress=False)
+    rows = list(iter_rows(tmp_path / "out", "vh_single_128k"))
+    first, second = (json.loads(r["meta"]) for r in rows)
+    assert rows[0]["prompt"].endswith("<image>\n\nQuestion: q?<image>") and len(rows[0]["images"]) == 2
+    assert first["image_markers"] == "1 markers for 2 images: the rest follow the text"
+    assert "template_mismatch" not in first and "not in the official vh template" in second["template_mismatch"]
+    assert any("1 rows with image markers" in n and "1 prompts not in data.py's template" in n
+               for n in result.report["notes"])

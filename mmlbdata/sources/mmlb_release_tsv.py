@@ -159,6 +159,10 @@ def tsv_row(dataset: str, record: dict[str, str]) -> release.ReleaseRow:
             meta[key] = extra[key]
     if repaired:
         meta["image_markers"] = repaired
+    try:  # the JSON-lines reader's check: is the prompt in data.py's template for this dataset?
+        release.split_prompt(kind, prompt)
+    except ValueError as err:
+        meta["template_mismatch"] = str(err)
     question = str(extra.get("question", "")).replace(TSV_IMAGE_TOKEN, IMAGE_PLACEHOLDER)
     return release.ReleaseRow(official_id=record.get("question_id"), prompt=prompt, images=images,
                               question=question, answers=answers, meta=meta)
