@@ -180,6 +180,18 @@ def test_longbench_f1_is_on_the_raw_text_officially():
     assert get_metric("longbench_f1").score(prediction, example).extra["f1"] == 1.0
 
 
+# ReadBench longbench_metrics.py @b6546cb lines 119-141 (dataset2metric), the subsets it scores with
+# qa_f1_score; run_eval.py lines 628-631 look the subset up without its "_e" suffix.
+OFFICIAL_QA_F1_SUBSETS = {"narrativeqa", "qasper", "multifieldqa_en", "hotpotqa", "2wikimqa", "musique", "triviaqa"}
+
+
+def test_longbench_subsets_built_are_those_the_official_table_scores_with_qa_f1():
+    """longbench_f1's official mode is qa_f1_score only; a built subset with another official scorer
+    (trec: classification_score, samsum: rouge_score, passage_count: count_score) would need it."""
+    from mmlbdata.sources.readbench import LONGBENCH_SUBSETS
+    assert {s[:-2] if s.endswith("_e") else s for s in LONGBENCH_SUBSETS} <= OFFICIAL_QA_F1_SUBSETS
+
+
 def test_rouge_lsum_is_taken_per_key_officially():
     """data.py default_post_process: `mets = {k: max(v, new_mets[k]) ...}` per key."""
     example = ex("the cat sat")
@@ -221,6 +233,39 @@ def test_summ_replies_are_read_in_order_and_reading_stops_at_the_first_without_j
     replies[0] = '{"fluency": 1}'
     result = get_metric("summ_judge", parity="official", judge=ScriptedJudge(replies)).score("s", example)
     assert result.extra["judge_failed"] and result.extra["official_crash"].startswith("IndexError")
+
+
+class RecordingJudge(ScriptedJudge):
+    """A scripted judge that keeps the prompts it was sent."""
+
+    def __init__(self, replies):
+        super().__init__(replies)
+        self.requests = []
+
+    def complete_many(self, requests, **kwargs):
+        self.requests += list(requests)
+        return super().complete_many(requests, **kwargs)
+
+
+@pytest.mark.parametrize("dataset", ["govreport", "multi_lexsum"])
+def test_summ_judge_sees_the_prefix_behind_leading_whitespace_officially(dataset):
+    """eval_gpt4_summ.py (MMLongBench 22b9f27 = 26197d2), line 348: `if d["output"].startswith("Summary:")`
+    on the raw output, then lines 352-358 format `d["output"].strip()`: " Summary: leading space" is sent
+    as "Summary: leading space" in all three prompts; "Summary:  x " (no leading space) as "x"."""
+    example = {"id": "s", "dataset": dataset, "answers": ["expert"], "meta": {"keypoints": ["a"]}}
+    replies = ['{"fluency": 1}', '{"recall": 1}', '{"precision": 1, "sentence_count": 1}']
+    sent = {}
+    for parity in ("official", "default"):
+        judge = RecordingJudge(replies * 2)
+        get_metric("summ_judge", parity=parity, judge=judge).score_many(
+            [" Summary: leading space", "Summary:  x "], [example, example])
+        sent[parity] = judge.requests
+    fluency_text = [r.rsplit("Text: ", 1)[1] for r in sent["official"][0::3]]
+    assert fluency_text == ['"Summary: leading space"\n', '"x"\n']
+    assert all("Summary: leading space" in r for r in sent["official"][:3])
+    assert [r.rsplit("Text: ", 1)[1] for r in sent["default"][0::3]] == ['"leading space"\n', '"x"\n']
+    assert not any("Summary: leading space" in r for r in sent["default"])
+    assert sent["official"][3:] == sent["default"][3:]
 
 
 def test_parity_value_is_checked():

@@ -161,6 +161,22 @@ def test_mm_niah_prompts(rel):
     assert choice.images == [p[0], p[1], p[2], p[3]] and choice.answers == ["B"]
 
 
+@pytest.mark.parametrize("kind", ["gov", "lexsum"])
+def test_summary_page_ids_come_from_the_release_names(kind):
+    """data.py load_gov_report / load_multi_lexsum (22b9f27 lines 381-382 and 415-416; 26197d2 lines
+    371-372 and 405-406, the same text): doc id `image_path.split("/")[-2]`, page id
+    `image_path.split("page")[1].split(".")[0]`, i.e. the text between the first "page" and the next
+    ".", never a count of the pages. A release naming pages from 1 prints "(page 1)"; "page_07.png"
+    prints "(page _07)"; a second "page" cuts the id ("page3page.png" -> "3")."""
+    names = ["summ/GAO-19-123/page1.png", "summ/GAO-19-123/page2.png", "summ/GAO-19-123/page_07.png",
+             "summ/case-77/page3page.png"]
+    summary = [{"section_title": "T", "paragraphs": ["p"]}] if kind == "gov" else "s"
+    row = release.assemble(kind, {"id": "x", "image_list": names, "summary": summary})
+    assert ("Document GAO-19-123 (page 1): <image>\n\nDocument GAO-19-123 (page 2): <image>\n\n"
+            "Document GAO-19-123 (page _07): <image>\n\nDocument case-77 (page 3): <image>\n\n") in row.prompt
+    assert row.images == names
+
+
 def test_summary_and_document_prompts(rel):
     """data.py load_gov_report / load_doc_qa: 'Document {doc_id:.15} (page {page_id}): <image>' from the
     path's folder and the text after 'page'; GovReport's summary joined as 'title:\\nparagraphs'; the

@@ -121,6 +121,9 @@ DEVIATIONS: tuple[Deviation, ...] = (
       "example is left out of the averages", "read as numbers", "the judge's value is the same number"),
     D("summ_judge", "judge reply whose last `{...}` is not JSON", "only the last object, then a ```json "
       "fence", "each object from the last back", "an earlier valid object is still the judge's verdict"),
+    D("summ_judge", "whitespace before the `Summary:` prefix (`\" Summary: x\"`)", "the prefix is looked for "
+      "before stripping, so the judge reads `Summary: x`", "stripped first: the judge reads `x`",
+      "leading whitespace is formatting, not part of the summary"),
     D("lvb_mc", "any", "no official scorer in the pinned LongVideoBench code", "same in both modes "
       "(`--random-fallback` adds a seeded random letter)", "nothing to reproduce"),
 )

@@ -38,6 +38,8 @@ from ..prompts import (ANSWER_LINE, ANSWER_PREFIX, DOC_QUESTION, ICL_ITEM, PAGE,
                        TEMPLATE_OF, TEMPLATES, image_choices, render)
 from ..report import BuildReport
 from ..tokens import IMAGE_PLACEHOLDER
+from .lineschema import problem
+from .mmlb_release_lines import ICL_DOMAIN, ICL_TEST, LINE_SCHEMAS
 from .records import read_jsonl_reported
 
 SOURCE_KEY = "mmlb_release"
@@ -336,8 +338,17 @@ def paper_order(num_rows: int, count: int, seed: int = OFFICIAL_SEED) -> list[in
     return index.shuffle(seed=seed).select(range(min(num_rows, count)))["row"]
 
 
-def _records(path: Path, report: BuildReport) -> Iterator[tuple[int, dict]]:
-    yield from read_jsonl_reported(path, report)
+def _records(path: Path, kind: str, report: BuildReport) -> Iterator[tuple[int, dict]]:
+    """(line number, record) of the lines that fit ``kind``'s schema (mmlb_release_lines), checked
+    here before any loader reads a field; a line that does not is reported (its field and why) and
+    left out, of the rows and of the paper's draw alike, as if it were not in the file."""
+    schema = LINE_SCHEMAS[kind]
+    for line_no, record in read_jsonl_reported(path, report):
+        found = problem(record, schema)
+        if found is None:
+            yield line_no, record
+        else:
+            report.skip(path, f"line {line_no}", found.message, field=found.field or None)
 
 
 def read_release_file(path: Path, kind: str, report: BuildReport, *, paper: Optional[int] = None,
@@ -350,19 +361,19 @@ def read_release_file(path: Path, kind: str, report: BuildReport, *, paper: Opti
     lines: Optional[list[int]] = None
     if paper is not None and selection == "ids":
         try:
-            wanted = paper_ids([r.get("id") for _, r in _records(path, BuildReport()) if "id" in r], paper, seed)
+            wanted = paper_ids([r.get("id") for _, r in _records(path, kind, BuildReport()) if "id" in r], paper, seed)
         except ValueError as err:
             raise ValueError(f"{path}: {err}") from err
-        rows = ((n, r) for n, r in _records(path, report) if r.get("id") in wanted)
+        rows = ((n, r) for n, r in _records(path, kind, report) if r.get("id") in wanted)
         if kind == "vrag_occ":  # load_vrag_occlusion keeps the first row of each drawn id
             rows = _first_per_id(rows)
     elif paper is not None:
-        numbers = [n for n, _ in _records(path, BuildReport())]
+        numbers = [n for n, _ in _records(path, kind, BuildReport())]
         lines = [numbers[i] for i in paper_order(len(numbers), paper, seed)]
         keep = set(lines)
-        rows = ((n, r) for n, r in _records(path, report) if n in keep)
+        rows = ((n, r) for n, r in _records(path, kind, report) if n in keep)
     else:
-        rows = _records(path, report)
+        rows = _records(path, kind, report)
     built: dict[int, ReleaseRow] = {}
     for line_no, record in rows:
         try:
@@ -393,13 +404,32 @@ def read_icl_file(path: Path, report: BuildReport, *, paper: Optional[int] = Non
     try:
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
-        if not isinstance(data, dict) or not all(
-                isinstance(v, dict) and "exemplar_list" in v and "test_example" in v for v in data.values()):
+        if not isinstance(data, dict):
             raise ValueError("not a JSON object {domain: {exemplar_list, test_example}}")
-        for row in icl_rows(data, paper=paper, seed=seed):
+        for row in icl_rows(_icl_fitting(path, data, report), paper=paper, seed=seed):
             yield row.meta["test_index"], row
     except (ValueError, KeyError, TypeError, IndexError) as err:
         report.skip(path, None, f"unreadable ICL release file: {type(err).__name__}: {err}")
+
+
+def _icl_fitting(path: Path, data: dict, report: BuildReport) -> dict:
+    """The ICL file with each domain and test example checked against its schema
+    (mmlb_release_lines) before the draws: what does not fit is reported and left out."""
+    fitting = {}
+    for domain, entry in data.items():
+        found = problem(entry, ICL_DOMAIN)
+        if found is not None:
+            report.skip(path, f"domain {domain}", found.message, field=found.field or None)
+            continue
+        tests = []
+        for index, example in enumerate(entry["test_example"]):
+            found = problem(example, ICL_TEST)
+            if found is None:
+                tests.append(example)
+            else:
+                report.skip(path, f"domain {domain} test example {index}", found.message, field=found.field or None)
+        fitting[domain] = {**entry, "test_example": tests}
+    return fitting
 
 
 # -- our ids and the card's comparison of lengths -----------------------------------------------------

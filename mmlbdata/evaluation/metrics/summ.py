@@ -54,12 +54,24 @@ def keypoints_of(example: dict, table: dict[str, list[str]] | None = None) -> li
     return table.get(str(example.get("id")), [])
 
 
-def summ_prompts(summary: str, example: dict, keypoints: list[str] | None = None) -> tuple[str, str, str]:
-    """The fluency, recall and precision prompts for one summary (prefix "Summary:" dropped
-    as the original does)."""
-    summary = (summary or "").strip()
+def summary_for_judge(summary: str, official: bool = False) -> str:
+    """The summary the judge reads: a leading "Summary:" dropped, the rest stripped.
+
+    ``eval_gpt4_summ.py`` (MMLongBench 22b9f27 and 26197d2, line 348) looks for the prefix before
+    any strip, so ``" Summary: x"`` keeps it (official); the default strips first, since leading
+    whitespace is formatting, not part of the model's summary."""
+    summary = summary or ""
+    if not official:
+        summary = summary.strip()
     if summary.startswith("Summary:"):
-        summary = summary[8:].strip()
+        summary = summary[8:]
+    return summary.strip()
+
+
+def summ_prompts(summary: str, example: dict, keypoints: list[str] | None = None,
+                 official: bool = False) -> tuple[str, str, str]:
+    """The fluency, recall and precision prompts for one summary (see :func:`summary_for_judge`)."""
+    summary = summary_for_judge(summary, official)
     keypoints = keypoints_of(example) if keypoints is None else keypoints
     variant = summ_variant(example)
     kp_text = "\n".join(f"{i + 1}. {kp}" for i, kp in enumerate(keypoints))
@@ -124,7 +136,7 @@ class SummJudge(Metric):
         table = self.options.get("keypoints")
         kps = [keypoints_of(e, table) for e in examples]
         todo = [i for i, kp in enumerate(kps) if kp]
-        flat = [p for i in todo for p in summ_prompts(predictions[i], examples[i], kps[i])]
+        flat = [p for i in todo for p in summ_prompts(predictions[i], examples[i], kps[i], self.official)]
         replies = judge.complete_many(flat, **JUDGE_PARAMS)
         out = [ScoreResult(0.0, None, {"judge_failed": False, "no_keypoints": True}) for _ in examples]
         for j, i in enumerate(todo):
