@@ -68,7 +68,7 @@ class MMLBConfig(datasets.BuilderConfig):
     @property
     def in_release_tsv(self) -> bool:
         """Whether MMLongBench's VLMEvalKit TSVs (32K, 128K, 256K, 512K) hold this config."""
-        return self.release_file is not None and self.length in release_tsv.TSV_LENGTHS
+        return self.dataset in release_tsv.TSV_DATASETS and self.length in release_tsv.TSV_LENGTHS
 
     def source_keys(self, given: Mapping[str, Any]) -> tuple[str, ...]:
         """The source keys a build reads: the official release alone when it is given and holds

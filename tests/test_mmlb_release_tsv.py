@@ -240,3 +240,10 @@ def test_unusual_rows_are_kept_flagged_and_counted(tmp_path, real_data, tokenize
     assert "template_mismatch" not in first and "not in the official vh template" in second["template_mismatch"]
     assert any("1 rows with image markers" in n and "1 prompts not in data.py's template" in n
                for n in result.report["notes"])
+
+
+def test_ablation_sets_are_not_read_from_the_tsv(tmp_path):
+    """triviaqa / occ_vrag / text_doc are in the JSON-lines release only (build_mmlongbench_tsv.py
+    converts the five tasks' main files)."""
+    config = resolve("triviaqa_32k").config
+    assert not config.in_release_tsv and config.source_keys({"mmlb_release_tsv": tmp_path}) == ("mmlb_release",)

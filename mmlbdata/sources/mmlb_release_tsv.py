@@ -32,7 +32,6 @@ from __future__ import annotations
 import csv
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -66,6 +65,7 @@ DATASET_OF: dict[tuple[str, str], str] = {
     ("summ", "gov"): "gov_report", ("summ", "lexsum"): "multi_lexsum",
     **{("documentQA", name): name for name in ("mmlongdoc", "longdocurl", "slidevqa")},
 }
+TSV_DATASETS = frozenset(DATASET_OF.values())  # the ablation sets (triviaqa, occ_vrag, text_doc) are not in it
 TSV_IMAGE_TOKEN = "<image token>"
 _IMAGE_MARK = re.compile(r"(<image token>|<image>)")  # build_prompt's token_pattern
 
@@ -170,7 +170,7 @@ def tsv_row(dataset: str, record: dict[str, str]) -> release.ReleaseRow:
 
 def _tsv_records(path: Path, report: BuildReport) -> Iterator[tuple[int, dict[str, str]]]:
     """(row number from 1, columns) of a TSV written by pandas ``to_csv(sep='\\t')``."""
-    csv.field_size_limit(sys.maxsize)
+    csv.field_size_limit(2 ** 31 - 1)  # a 512K prompt is one field of ~20K characters and more
     with open(path, encoding="utf-8", newline="") as handle:
         reader = csv.reader(handle, delimiter="\t")
         header = next(reader, None)
