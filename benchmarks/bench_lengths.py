@@ -137,10 +137,11 @@ def _in_subprocess(function: str, *args) -> dict:
 
 
 def measure_length(label: str, questions: int, pack_questions: int, coco: Path, work: Path, load: bool) -> dict:
-    """One table line: pack, build and (optionally) load ``vh_single_<label>``."""
+    """One table line: pack, build and (optionally) load ``vh_single_<label>``. The image store is
+    shared by every length (``work``'s parent), so the source is copied into it once."""
     config = f"vh_single_{label}"
     line: dict = {"length": label}
-    pack = _in_subprocess("pack_once", config, pack_questions, str(coco), str(work / "pack_store"))
+    pack = _in_subprocess("pack_once", config, pack_questions, str(coco), str(work.parent / "store"))
     if "error" in pack:
         return {**line, "pack rows/s": "FAILED", "pack MB": pack["error"]}
     steady = pack["steady_seconds"]
@@ -149,7 +150,7 @@ def measure_length(label: str, questions: int, pack_questions: int, coco: Path, 
                  "pack images/s": f"{pack['steady_rows'] * pack['images_per_row'] / steady:,.0f}" if steady else "-",
                  "pack MB": f"{pack['peak_mb']:.0f}"})
     out = work / "out"
-    built = _in_subprocess("build_once", config, questions, str(coco), str(out), str(work / "store"))
+    built = _in_subprocess("build_once", config, questions, str(coco), str(out), str(work.parent / "store"))
     if "error" in built:
         return {**line, "build rows/s": "FAILED", "build MB": built["error"]}
     line.update({"rows": built["rows"], "build s": f"{built['seconds']:.1f}",
