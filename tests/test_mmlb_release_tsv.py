@@ -247,3 +247,14 @@ def test_ablation_sets_are_not_read_from_the_tsv(tmp_path):
     converts the five tasks' main files)."""
     config = resolve("triviaqa_32k").config
     assert not config.in_release_tsv and config.source_keys({"mmlb_release_tsv": tmp_path}) == ("mmlb_release",)
+
+
+def test_without_extra_info_the_answer_column_is_the_gold():
+    """mmlongbench.py L283 `extra.get('answer', row['answer'])`: the stringified column. GovReport's
+    column is already the joined summary (build_mmlongbench_tsv.py convert_summ)."""
+    gov = tsv.tsv_row("gov_report", {"question": GOV_HEAD + "Document X (page 0): <image token>\n\nNow please "
+                                     "summarize the report.", "answer": "Why:\nA.\n\nFound:\nB.",
+                                     "image_path": '["gov/X/page0.png"]', "extra_info": "not json"})
+    assert gov.answers == ["Why:\nA.\n\nFound:\nB."] and gov.images == ["gov/X/page0.png"]
+    vh = tsv.tsv_row("vh_single", {"question": vh_prompt(1, "q?"), "answer": "Yes", "image_path": "coco/a.jpg"})
+    assert vh.answers == ["Yes"] and vh.images == ["coco/a.jpg"] and vh.prompt.endswith("<image>\n\nQuestion: q?")

@@ -139,19 +139,24 @@ def _extra(value: str) -> dict:
     return parsed if isinstance(parsed, dict) else {}
 
 
+def _answers(kind: str, record: dict[str, str], extra: dict) -> tuple[list[str], dict]:
+    """The JSON-lines reader's ``gold`` on the typed answer that ``_score_one`` scores: ``extra_info``'s,
+    else the ``answer`` column (for GovReport that column already joins the summary's sections)."""
+    gold_record = {**extra, "answer": extra.get("answer", record.get("answer", ""))}
+    if kind in ("gov", "lexsum") and "summary" not in gold_record:
+        gold_record["summary"] = record.get("answer", "")
+    if kind == "gov" and isinstance(gold_record["summary"], str):
+        return [gold_record["summary"]], {}
+    return release.gold(kind, gold_record)
+
+
 def tsv_row(dataset: str, record: dict[str, str]) -> release.ReleaseRow:
     """One TSV row of ``dataset`` as a release row; ReleaseRecordError when a column is unusable."""
     kind = release.RELEASE_FILES[dataset].kind
     images = _image_names(record.get("image_path", ""))
     prompt, repaired = interleave(record.get("question") or "", len(images))
     extra = _extra(record.get("extra_info", ""))
-    gold_record = {**extra, "answer": extra.get("answer", record.get("answer", ""))}  # _score_one's answer
-    if kind in ("gov", "lexsum") and "summary" not in gold_record:
-        gold_record["summary"] = record.get("answer", "")
-    if kind == "gov" and isinstance(gold_record["summary"], str):
-        answers, answer_meta = [gold_record["summary"]], {}  # already the joined sections
-    else:
-        answers, answer_meta = release.gold(kind, gold_record)
+    answers, answer_meta = _answers(kind, record, extra)
     meta: dict[str, Any] = {"tsv_index": record.get("index"), "mmlb_subset": record.get("mmlb_subset"),
                             **answer_meta}
     for key in ("answer_format", "doc_name", "domain"):
@@ -194,7 +199,6 @@ def read_tsv(path: Path, dataset: str, report: BuildReport) -> Iterator[tuple[in
             yield number, tsv_row(dataset, record)
         except (release.ReleaseRecordError, ValueError, KeyError, TypeError) as err:
             report.skip(path, f"row {number}", f"malformed row ({type(err).__name__}: {err})")
-
 
 
 # -- the 32K / 128K TSVs against the JSON-lines release ------------------------------------------
