@@ -21,6 +21,7 @@ from mmlbdata.lengths import EXTENDED_LENGTH_KEYS, LENGTH_KEYS, LENGTHS, length_
 from mmlbdata.paths import resolve_inside
 from mmlbdata.report import BuildReport
 from mmlbdata.schema import FEATURES, make_example
+from mmlbdata import protocol as protocols
 from mmlbdata.sources import mmlb_release as release
 from mmlbdata.sources import mmlb_release_tsv as release_tsv
 from mmlbdata.store import BadImageError, ImageStore
@@ -241,7 +242,8 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
         if spec.kind == "icl":
             rows = release.read_icl_file(path, self.report, paper=paper, seed=seed)
         else:
-            rows = release.read_release_file(path, spec.kind, self.report, paper=paper, seed=seed)
+            rows = release.read_release_file(path, spec.kind, self.report, paper=paper, seed=seed,
+                                             protocol=self.option("protocol"))
         tally = release.LengthTally(self.length)
         seen: set[str] = set()
         for number, row in rows:
@@ -252,6 +254,7 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
                 tally.add(example["num_tokens"])
                 yield example
         self.manifest_extra.update(provenance="official release", release_file=relative,
+                                   protocol=protocols.get(self.option("protocol")).name,
                                    subset="paper" if paper else "all", official_lengths=tally.summary())
         self.report.note(f"{self.config.name}: official release {relative}; {tally.describe()}")
         if self.config.in_release_tsv and release_tsv.SOURCE_KEY in self.sources:

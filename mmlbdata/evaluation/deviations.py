@@ -67,6 +67,24 @@ DEVIATIONS: tuple[Deviation, ...] = (
       "(`meta.answer_json`)", "list golds are stored as strings (`['2.0']`), typed by text (Integer): 200 does "
       "not match; rows rebuilt from MMLongBench-Doc have no JSON to read (none of its 151 List answers has "
       "such an item)", "the builders write list answers as Python string lists"),
+    D("sub_em, mc_acc, cls_acc, count_acc, rouge_l, docqa", "`--protocol v1.0` output whose answer goes on "
+      "after a newline (`Answer: Paris\nIt is ...`, `Answer:\nParis`)", "utils.py @26197d2 `parse_output` reads "
+      "the rest of the prefix's line only (`Paris`; `\"\"`)", "the parsed candidate is everything after the "
+      "prefix in both protocols (v1.1's reading), scored beside the raw output", "the answer is the model's "
+      "whatever line it starts on"),
+    D("sub_em, mc_acc, cls_acc, count_acc, rouge_l, docqa", "output whose parsed answer is empty (`\"\"`, "
+      "spaces; under v1.0 also a newline right after the prefix)", "left out of every average (`eval_api.py`, "
+      "`eval_api_batch.py` at 26197d2 and 22b9f27; the local-model `eval.py` counts it); the report gives "
+      "`left_out`", "counted, scoring 0", "saying nothing is a wrong answer; leaving it out inflates the mean"),
+    D("docqa", "`--protocol v1.1` without a judge (`--extractor none`, no endpoint)", "the run stops (`LLM "
+      "Judge Key is missing`)", "the rule-based score (`eval_docqa_score`), in both modes; the report's "
+      "`scorer` and `note` say so", "a score without a judge is still useful when it says what it is"),
+    D("docqa", "v1.1 judge score outside the 0/1 rubric (`[Score]: 3 points`, `{\"answer_score\": \"1\"}`)",
+      "averaged as given (3); a non-number stops the run at `np.mean` (0 in parity mode)", "a number "
+      "clipped to [0, 1]; a number in a string read; anything else 0", "the rubric has two levels"),
+    D("docqa", "v1.1 list judge with `student_answer_count` 0 (or not a number) and `covered_count` > 0",
+      "ZeroDivisionError / TypeError: the run stops (0 in parity mode)", "0; counts written as strings "
+      "read as numbers", "a judge slip must not stop an evaluation"),
     D("mmlongbench_doc", "units (`12 miles` vs `12`)", "kept (its `rstrip` result is discarded): ANLS < 1",
       "mile(s)/million stripped: 1", "the official code meant to strip them"),
     D("mmlongbench_doc, longdocurl", "ANLS length with case-expanding letters (`Groß`)", "`max(len(g.upper()), "

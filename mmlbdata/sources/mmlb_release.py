@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from ..prompts import (ANSWER_LINE, ANSWER_PREFIX, DOC_QUESTION, ICL_ITEM, PAGE, PASSAGE, TEXT_PAGE,  # noqa: F401
-                       TEMPLATE_OF, TEMPLATES, image_choices, render)
+                       TEMPLATE_OF, TEMPLATES, doc_page_item, image_choices, render)
+from .. import protocol as protocols
 from ..report import BuildReport
 from ..tokens import IMAGE_PLACEHOLDER
 from .lineschema import problem
@@ -227,9 +228,11 @@ def _summary(kind: str):
     return assemble_summary
 
 
-def _docqa(record: dict) -> tuple[str, list[str], dict]:
+def _docqa(record: dict, protocol=None) -> tuple[str, list[str], dict]:
+    """load_doc_qa: one page item per page (with its page id under protocol v1.0 only)."""
     images = list(_need(record, "page_list"))
-    context = "\n\n".join(page_label(p, -1) for p in images)
+    context = "\n\n".join(doc_page_item(p.split("/")[-2], p.split("page")[-1].split(".")[0], protocol)
+                           for p in images)
     question = DOC_QUESTION.format(doc_id=_need(record, "doc_name")) + _need(record, "question")
     return _format("docqa", context, question), images, {"answer_format": record.get("answer_format"),
                                                         "doc_name": record["doc_name"]}
@@ -277,10 +280,14 @@ def gold(kind: str, record: dict) -> tuple[list[str], dict]:
     return answers_of(answer), {}
 
 
-def assemble(kind: str, record: dict) -> ReleaseRow:
-    """One JSON-lines record as ``data.py``'s loader for ``kind`` makes it."""
+#: loaders whose prompt depends on the protocol (mmlbdata.protocol)
+BY_PROTOCOL = {"docqa"}
+
+
+def assemble(kind: str, record: dict, protocol=None) -> ReleaseRow:
+    """One JSON-lines record as ``data.py``'s loader for ``kind`` makes it (under ``protocol``)."""
     try:
-        prompt, images, meta = ASSEMBLE[kind](record)
+        prompt, images, meta = ASSEMBLE[kind](record, **({"protocol": protocol} if kind in BY_PROTOCOL else {}))
         answers, answer_meta = gold(kind, record)
     except (KeyError, TypeError, AttributeError, IndexError) as err:
         raise ReleaseRecordError(f"malformed record ({type(err).__name__}: {err})") from err
@@ -351,20 +358,41 @@ def _records(path: Path, kind: str, report: BuildReport) -> Iterator[tuple[int, 
             report.skip(path, f"line {line_no}", found.message, field=found.field or None)
 
 
+def has_quoted_image(record: dict) -> bool:
+    """data.py ``load_vrag`` (v1.1, bf8fbae) drops a record when ``'"'`` is in any of its image
+    paths (``sample["image"]`` is one path: its characters are tested one by one, the same)."""
+    images = record.get("image")
+    images = [images] if isinstance(images, str) else images if isinstance(images, list) else []
+    return any(isinstance(p, str) and '"' in p for p in images)
+
+
+def _loaded(path: Path, kind: str, report: BuildReport, protocol) -> Iterator[tuple[int, dict]]:
+    """The records the official loader keeps before drawing its subset: under protocol v1.1
+    ``load_vrag`` first filters out images with a double quote (ViQuAE), reported as skipped."""
+    for line_no, record in _records(path, kind, report):
+        if kind == "vrag" and protocols.get(protocol).drop_quoted_images and has_quoted_image(record):
+            report.skip(path, f"line {line_no}", 'image path contains a double quote: dropped by load_vrag '
+                        '(MMLongBench v1.1, data.py @bf8fbae; --protocol v1.0 keeps it)')
+            continue
+        yield line_no, record
+
+
 def read_release_file(path: Path, kind: str, report: BuildReport, *, paper: Optional[int] = None,
-                      seed: int = OFFICIAL_SEED) -> Iterator[tuple[int, ReleaseRow]]:
+                      seed: int = OFFICIAL_SEED, protocol=None) -> Iterator[tuple[int, ReleaseRow]]:
     """(line number, row) of one JSON-lines release file; malformed records reported and skipped.
 
-    ``paper``: the official ``max_test_samples`` draw instead of every row.
+    ``paper``: the official ``max_test_samples`` draw instead of every row; ``protocol``: the
+    MMLongBench protocol whose loader is followed (``mmlbdata.protocol``, default v1.1).
     """
     selection = ReleaseFile("", "", kind, 0).selection
     lines: Optional[list[int]] = None
     if paper is not None and selection == "ids":
         try:
-            wanted = paper_ids([r.get("id") for _, r in _records(path, kind, BuildReport()) if "id" in r], paper, seed)
+            wanted = paper_ids([r.get("id") for _, r in _loaded(path, kind, BuildReport(), protocol) if "id" in r],
+                               paper, seed)
         except ValueError as err:
             raise ValueError(f"{path}: {err}") from err
-        rows = ((n, r) for n, r in _records(path, kind, report) if r.get("id") in wanted)
+        rows = ((n, r) for n, r in _loaded(path, kind, report, protocol) if r.get("id") in wanted)
         if kind == "vrag_occ":  # load_vrag_occlusion keeps the first row of each drawn id
             rows = _first_per_id(rows)
     elif paper is not None:
@@ -373,11 +401,11 @@ def read_release_file(path: Path, kind: str, report: BuildReport, *, paper: Opti
         keep = set(lines)
         rows = ((n, r) for n, r in _records(path, kind, report) if n in keep)
     else:
-        rows = _records(path, kind, report)
+        rows = _loaded(path, kind, report, protocol)
     built: dict[int, ReleaseRow] = {}
     for line_no, record in rows:
         try:
-            row = assemble(kind, record)
+            row = assemble(kind, record, protocol)
         except ReleaseRecordError as err:
             report.skip(path, f"line {line_no}", str(err))
             continue

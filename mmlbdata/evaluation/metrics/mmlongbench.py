@@ -16,15 +16,37 @@ from .registry import Metric, ScoreResult, register
 from .. import parse
 
 
+class LeavesOutEmpty:
+    """Parity mode: MMLongBench's API runners (``eval_api.py`` and ``eval_api_batch.py``, at
+    26197d2 and 22b9f27 alike) leave an example out of every average when its ``parsed_output``
+    (``parse_output`` of the answer prefix + the output) is empty; such a result is marked
+    ``extra["left_out"]`` and :func:`Metric.aggregate` and ``mmlb eval``'s tables skip it. The
+    default counts it (a score of 0 for saying nothing)."""
+
+    answer_prefix = "Answer:"
+
+    def score_many(self, predictions, examples):
+        return self.mark_empty(predictions, super().score_many(predictions, examples))
+
+    def mark_empty(self, predictions, results):
+        if self.official:
+            for prediction, result in zip(predictions, results):
+                text = self.answer_prefix + (prediction or "")
+                if off.mmlb_parse_output(text, self.answer_prefix, self.first_line) == "":
+                    result.extra["left_out"] = "empty parsed output (eval_api_batch.py skips it)"
+        return results
+
+
 @register("sub_em")
-class SubEM(Metric):
+class SubEM(LeavesOutEmpty, Metric):
     """Normalised gold is a substring of the normalised prediction; max over golds. A gold that
     normalises to nothing ("", " ", "the") is ignored (officially it matches anything)."""
 
     def score(self, prediction, example):
         answers = golds(example)
         if self.official:
-            return official_result(lambda: off.raw_and_parsed_max(prediction, lambda t: off.sub_em(t, answers)))
+            return official_result(lambda: off.raw_and_parsed_max(prediction, lambda t: off.sub_em(t, answers),
+                                                                  first_line=self.first_line))
         norm_golds = [n for n in (parse.normalize_answer(g) for g in answers) if n]
 
         def one(text):
@@ -65,14 +87,14 @@ class BinaryAcc(Metric):
 
 
 @register("mc_acc")
-class MCAcc(Metric):
+class MCAcc(LeavesOutEmpty, Metric):
     """Multiple choice: "answer is (X)", then "Answer: X", then the last standalone A-J."""
 
     def score(self, prediction, example):
         gold = parse.letter_of(golds(example)[0]) if golds(example) else None
         if self.official:
             index = ord(gold) - ord("A") if gold else None
-            return official_result(lambda: off.mc_acc(prediction, index))
+            return official_result(lambda: off.mc_acc(prediction, index, self.first_line))
 
         def one(text):
             letter = parse.extract_letter(text, rules="mmlongbench")
@@ -82,14 +104,16 @@ class MCAcc(Metric):
 
 
 @register("cls_acc")
-class ClsAcc(Metric):
+class ClsAcc(LeavesOutEmpty, Metric):
     """ICL classification: ``label: N``, else the last number, equals the gold label id."""
+
+    answer_prefix = "label:"
 
     def score(self, prediction, example):
         answers = golds(example)
         gold = _int_or_none(answers[0]) if answers else None
         if self.official:
-            return official_result(lambda: off.cls_acc(prediction, gold))
+            return official_result(lambda: off.cls_acc(prediction, gold, self.first_line))
 
         def one(text):
             label = parse.extract_class_label(text)
@@ -99,14 +123,14 @@ class ClsAcc(Metric):
 
 
 @register("count_acc")
-class CountAcc(Metric):
+class CountAcc(LeavesOutEmpty, Metric):
     """MM-NIAH counting: the predicted list's sum equals the gold list's sum (MMLongBench's
     robust replacement for soft accuracy). An empty prediction list never matches."""
 
     def score(self, prediction, example):
         gold = count_gold(golds(example)[0]) if golds(example) else []
         if self.official:
-            return official_result(lambda: off.count_acc(prediction, gold))
+            return official_result(lambda: off.count_acc(prediction, gold, self.first_line))
 
         def one(text):
             pred = parse.extract_int_list(text)
@@ -194,31 +218,146 @@ def docqa_score(gold, pred: str, answer_format: str) -> float:
 
 
 @register("docqa")
-class DocQA(Metric):
-    """MMLongBench DocQA (MMLongBench-Doc/LongDocURL/SlideVQA inside MMLongBench): the rule set
-    chosen by the gold ``answer_format`` in meta; max over golds and raw/parsed output."""
+class DocQA(LeavesOutEmpty, Metric):
+    """MMLongBench DocQA (MMLongBench-Doc/LongDocURL/SlideVQA inside MMLongBench).
+
+    Protocol v1.1 with a judge (options ``judge``: a ``JudgeClient``, ``judge_prompts``: the
+    official ``utils_prompt.py`` or a loaded ``JudgePrompts``): the LLM judge of
+    :mod:`..docqa_judge`. Otherwise (v1.0, or no judge configured) the rule set chosen by the gold
+    ``answer_format`` in meta; max over golds and raw/parsed output; the aggregate says which."""
 
     group_by = ("answer_format",)
 
+    @property
+    def judged(self) -> bool:
+        return self.protocol.docqa_judge and self.options.get("judge") is not None
+
     def score(self, prediction, example):
+        if self.judged and uses_judge(example):
+            return self.score_many([prediction], [example])[0]
+        return self.rules(prediction, example)
+
+    def rules(self, prediction, example):
+        """``eval_docqa_score`` (parity mode) or this project's rule set (max over golds and
+        raw/parsed output)."""
         fmt = meta_of(example).get("answer_format", "String")
         answers = golds(example) or [""]
         if self.official:
             kind = _FORMATS.get(str(fmt), str(fmt))
             gold = meta_of(example).get("answer_json", answers[0]) if kind == "List" else answers[0]
-            return official_result(lambda: off.docqa(prediction, gold, kind),
-                                   off.mmlb_parse_output(prediction, "Answer:"))
+            return official_result(lambda: off.docqa(prediction, gold, kind, self.first_line),
+                                   off.mmlb_parse_output(prediction, "Answer:", self.first_line))
 
         def one(text):
             return ScoreResult(max(docqa_score(g, text, fmt) for g in answers), text)
 
         return best_of(prediction, one)
 
+    def score_many(self, predictions, examples):
+        results = [None if self.judged and uses_judge(e) else self.rules(p, e) for p, e in zip(predictions, examples)]
+        todo = [i for i, r in enumerate(results) if r is None]
+        if todo:
+            for i, result in zip(todo, self.judge_many([predictions[i] for i in todo], [examples[i] for i in todo])):
+                results[i] = result
+        return self.mark_empty(predictions, results)
+
+    def judge_many(self, predictions, examples) -> list[ScoreResult]:
+        """One judge call per example (concurrent, cached by the judge client)."""
+        from .. import docqa_judge as dj
+
+        prompts = self.options.get("judge_prompts")
+        if prompts is None:
+            raise ValueError("docqa under protocol v1.1 with a judge needs the official judge prompts: "
+                             f"`mmlb fetch {dj.SOURCE_KEY} --dest DIR`, then --judge-prompts DIR "
+                             "(or --extractor none for the rule-based score)")
+        prompts = prompts if isinstance(prompts, dj.JudgePrompts) else dj.load_prompts(prompts)
+        cases = [judge_case(p, e, self.first_line) for p, e in zip(predictions, examples)]
+        replies = self.options["judge"].complete_many(
+            [prompts.request(c["question"], c["reference"], c["parsed"], c["is_list"]) for c in cases],
+            **dj.JUDGE_PARAMS)
+        return [judged_result(r, c, self.official) for r, c in zip(replies, cases)]
+
+    def aggregate(self, results, examples):
+        agg = super().aggregate(results, examples)
+        judged = sum(1 for r in results if "judge_reply" in r.extra)
+        if judged:
+            agg["scorer"] = f"LLM judge ({self.options['judge'].model}; protocol {self.protocol.name})"
+            agg["judge_failed"] = sum(1 for r in results if r.extra.get("judge_failed"))
+            if judged < len(results):
+                agg["scored_by_rules"] = len(results) - judged
+        else:
+            agg["scorer"] = f"rules (eval_docqa_score; protocol {self.protocol.name})"
+            if self.protocol.docqa_judge and not self.judged:
+                agg["note"] = ("no judge configured (--extractor none or no endpoint): the rule-based score, "
+                               "not v1.1's LLM judge")
+        return agg
+
+
+#: data.py @22b9f27 ``load_data`` L632-636: the judge scores these datasets only (``text_doc``, the
+#: OCR-text ablation, keeps the rules of ``load_text_doc_qa``)
+JUDGED_DATASETS = ("longdocurl", "mmlongdoc", "slidevqa")
+
+
+def uses_judge(example: dict) -> bool:
+    dataset = str(example.get("dataset") or "")
+    return any(key in dataset for key in JUDGED_DATASETS)
+
+
+def judge_question(example: dict) -> str:
+    """The question as the official judge sees it: ``load_doc_qa_with_llm_judge`` maps it to
+    ``Based on Document {doc_name:.15}, answer the following question. <question>`` (our recipe
+    rows store it so; release rows keep the released question and ``meta.doc_name``)."""
+    question = str(example.get("question") or "")
+    doc = meta_of(example).get("doc_name")
+    if doc is None or question.startswith("Based on Document "):
+        return question
+    from ...prompts import doc_question
+
+    return doc_question(str(doc), question)
+
+
+def judge_case(prediction: str, example: dict, first_line: bool) -> dict:
+    """What one judge request is made of: the question, the gold as released (a List answer's
+    release JSON where the row kept it), the parsed prediction, and the List branch."""
+    fmt = _FORMATS.get(str(meta_of(example).get("answer_format", "String")), "String")
+    answers = golds(example) or [""]
+    is_list = fmt == "List"
+    reference = meta_of(example).get("answer_json", answers[0]) if is_list else answers[0]
+    return {"question": judge_question(example), "reference": str(reference), "is_list": is_list,
+            "parsed": off.mmlb_parse_output(prediction or "", "Answer:", first_line)}
+
+
+def judged_result(reply, case: dict, official: bool) -> ScoreResult:
+    """One judge reply -> the score (official: utils.py's value, crashes as 0 with the exception
+    kept; default: a list F1 defined everywhere and a single score in [0, 1])."""
+    from .. import docqa_judge as dj
+
+    extra = {"judge_reply": reply}
+    if reply is None:  # the call failed for good: the official call_api raises
+        extra["judge_failed"] = True
+        if official:
+            extra["official_crash"] = "judge call failed after retries"
+        return ScoreResult(0.0, case["parsed"], extra)
+    if case["is_list"]:
+        counts = dj.list_counts(reply)
+        extra["judge_counts"] = counts
+        if official:
+            return official_result(lambda: dj.list_f1_official(counts, len(off.docqa_list_gold(case["reference"]))),
+                                   case["parsed"], **extra)
+        items = parse.as_list(case["reference"])
+        return ScoreResult(dj.list_f1(counts, len(items)), case["parsed"], extra)
+    value, how = dj.single_score(reply)
+    extra["judge_read"] = how["read"]
+    if official:
+        return official_result(lambda: dj.official_score(value), case["parsed"], **extra)
+    return ScoreResult(dj.clamp_score(value), case["parsed"], extra)
+
 
 @register("rouge_l")
-class RougeL(Metric):
+class RougeL(LeavesOutEmpty, Metric):
     """ROUGE-L F1 (stemmed, ``rouge-score``), max over golds; ROUGE-Lsum kept in extra."""
 
+    answer_prefix = "Summary:"
     _scorer = None
 
     def score(self, prediction, example):
@@ -230,7 +369,7 @@ class RougeL(Metric):
             RougeL._scorer = rouge_scorer.RougeScorer(["rougeL", "rougeLsum"], use_stemmer=True)
         answers = golds(example) or [""]
         if self.official:
-            both = off.rouge(prediction, answers, RougeL._scorer)
+            both = off.rouge(prediction, answers, RougeL._scorer, self.first_line)
             return ScoreResult(float(both["rougeL"]), None, {"rougeLsum": float(both["rougeLsum"])})
 
         def one(text):

@@ -38,19 +38,29 @@ def crash_is_zero(fn: Callable[..., float]) -> Callable[..., tuple[float, str | 
 
 # --- MMLongBench utils.py / data.py ----------------------------------------------------------
 
-def mmlb_parse_output(output: str, prefix: str = "Answer:") -> str:
+def mmlb_parse_output(output: str, prefix: str = "Answer:", first_line: bool = False) -> str:
     """utils.py ``parse_output``: text after the first ``prefix`` (case-insensitive, the prefix
-    used as a regex), stripped, one repeated prefix dropped; without a prefix the whole output
-    stripped (its second pattern ``(?:^)(.*)`` always matches, so it never returns None)."""
-    match = re.search(f"(?:{prefix})(.*)", output, flags=re.IGNORECASE | re.DOTALL)
-    rest = match.group(1).strip() if match else output.strip()
+    used as a regex), stripped, one repeated prefix dropped; without a prefix the output from its
+    start (the second pattern ``(?:^)(.*)`` always matches, so it never returns None).
+
+    ``first_line`` (protocol v1.0, utils.py @26197d2 L123-124): both patterns end at ``(?:\n|$)``
+    without DOTALL, so only the rest of the prefix's line is read (and the first line of an output
+    without the prefix). Otherwise (v1.1, @476fe86): ``re.IGNORECASE | re.DOTALL``, everything
+    after the prefix."""
+    if first_line:
+        match = re.search(f"(?:{prefix})(.*)(?:\n|$)", output, flags=re.IGNORECASE)
+        rest = (match.group(1) if match else re.search(r"(?:^)(.*)(?:\n|$)", output).group(1)).strip()
+    else:
+        match = re.search(f"(?:{prefix})(.*)", output, flags=re.IGNORECASE | re.DOTALL)
+        rest = match.group(1).strip() if match else output.strip()
     return re.sub("^" + re.escape(prefix), "", rest, flags=re.IGNORECASE).strip()
 
 
-def raw_and_parsed_max(prediction: str, score: Callable[[str], float], prefix: str = "Answer:") -> float:
-    """data.py ``default_post_process``: the metric on the raw output and on the parsed output,
-    the larger kept."""
-    return max(score(prediction), score(mmlb_parse_output(prediction, prefix)))
+def raw_and_parsed_max(prediction: str, score: Callable[[str], float], prefix: str = "Answer:",
+                       first_line: bool = False) -> float:
+    """data.py ``default_post_process``: the metric on the raw output and on the parsed output
+    (``first_line``: protocol v1.0's ``parse_output``), the larger kept."""
+    return max(score(prediction), score(mmlb_parse_output(prediction, prefix, first_line)))
 
 
 def sub_em(prediction: str, golds: list[str]) -> float:
@@ -130,9 +140,10 @@ def count_list(prediction: str) -> list:
     return [int(x) for x in re.findall(r"\d+", text)]
 
 
-def count_acc(prediction: str, gold: list[int]) -> float:
+def count_acc(prediction: str, gold: list[int], first_line: bool = False) -> float:
     """``soft_acc`` (MMLongBench's replacement): sums equal, max over raw and parsed output."""
-    return raw_and_parsed_max(prediction, lambda text: float(sum(count_list(text)) == sum(gold)))
+    return raw_and_parsed_max(prediction, lambda text: float(sum(count_list(text)) == sum(gold)),
+                              first_line=first_line)
 
 
 def choice_index(prediction: str) -> int:
@@ -151,8 +162,9 @@ _STANDALONE_AJ = re.compile(r"\b[A-J]\b")
 _STANDALONE_NUMBER = re.compile(r"\b(\d+)\b")
 
 
-def mc_acc(prediction: str, gold_index: int) -> float:
-    return raw_and_parsed_max(prediction, lambda text: float(choice_index(text) == gold_index))
+def mc_acc(prediction: str, gold_index: int, first_line: bool = False) -> float:
+    return raw_and_parsed_max(prediction, lambda text: float(choice_index(text) == gold_index),
+                              first_line=first_line)
 
 
 def class_number(prediction: str) -> int:
@@ -169,11 +181,12 @@ def class_number(prediction: str) -> int:
     return int(numbers[0]) if numbers else -1
 
 
-def cls_acc(prediction: str, gold: int) -> float:
-    return raw_and_parsed_max(prediction, lambda text: float(class_number(text) == gold), prefix="label:")
+def cls_acc(prediction: str, gold: int, first_line: bool = False) -> float:
+    return raw_and_parsed_max(prediction, lambda text: float(class_number(text) == gold), prefix="label:",
+                              first_line=first_line)
 
 
-def rouge(prediction: str, golds: list[str], scorer) -> dict[str, float]:
+def rouge(prediction: str, golds: list[str], scorer, first_line: bool = False) -> dict[str, float]:
     """utils.py ``rouge`` + ``default_post_process``: per rouge type, max over golds, then max
     of raw vs "Summary:"-parsed output taken per key (rougeL and rougeLsum may come from
     different candidates)."""
@@ -181,7 +194,7 @@ def rouge(prediction: str, golds: list[str], scorer) -> dict[str, float]:
         scores = [scorer.score(target=g, prediction=text) for g in golds]
         return {k: max(s[k].fmeasure for s in scores) for k in ("rougeL", "rougeLsum")}
 
-    raw, parsed = per_key(prediction), per_key(mmlb_parse_output(prediction, "Summary:"))
+    raw, parsed = per_key(prediction), per_key(mmlb_parse_output(prediction, "Summary:", first_line))
     return {k: max(raw[k], parsed[k]) for k in raw}
 
 
@@ -275,9 +288,9 @@ def docqa_list_gold(gold) -> list:
         return value
 
 
-def docqa(prediction: str, gold, answer_format: str) -> float:
-    """data.py ``dcoqa_post_process``: only the text after the first ``Answer:`` is scored."""
-    return docqa_score(gold, mmlb_parse_output(prediction, "Answer:"), answer_format)
+def docqa(prediction: str, gold, answer_format: str, first_line: bool = False) -> float:
+    """data.py ``docqa_post_process``: only the text after the first ``Answer:`` is scored."""
+    return docqa_score(gold, mmlb_parse_output(prediction, "Answer:", first_line), answer_format)
 
 
 # --- MMLongBench-Doc eval/eval_score.py ---------------------------------------------------------
