@@ -42,7 +42,7 @@ from mmlbdata.sources import longdocurl, mmlongbench_doc, slidevqa
 from mmlbdata.sources.docqa import DocQuestion, correct_answer, long_answer_problem
 from mmlbdata.sources.records import BadRecord
 
-from .base import MMLBBuilder, standard_configs
+from .base import MMLONGBENCH_LENGTH_KEYS, MMLBBuilder, standard_configs
 
 LAYOUTS = {
     "mmlongbench_doc": "samples.json + documents/<doc_id> (PDFs), as in MMLongBench-Doc's data/",
@@ -69,14 +69,15 @@ class DocVQA(MMLBBuilder):
     SOURCES = dict(LAYOUTS)
     BUILDER_CONFIGS = (
         standard_configs("mmlongdoc", metric="docqa", sources=("mmlongbench_doc",), protocol=DEFAULT_PROTOCOL,
-                         dpi=DEFAULT_DPI, max_pages=None, question_set="all",
+                         dpi=DEFAULT_DPI, max_pages=None, question_set="all", lengths=MMLONGBENCH_LENGTH_KEYS,
                          description="MMLongBench-Doc questions, PDF pages at 144 DPI")
         + standard_configs("longdocurl", metric="docqa", sources=("longdocurl",), protocol=DEFAULT_PROTOCOL,
                            dpi=DEFAULT_DPI, page_dpi=longdocurl.PNG_DPI, question_set="all",
+                           lengths=MMLONGBENCH_LENGTH_KEYS,
                            description="LongDocURL questions, pages at 144 DPI (PDFs, else "
                                        "the 72-DPI page PNGs upscaled)")
         + standard_configs("slidevqa", metric="docqa", sources=("slidevqa",), split="test", protocol=DEFAULT_PROTOCOL,
-                         question_set="all",
+                           question_set="all", lengths=MMLONGBENCH_LENGTH_KEYS,
                            description="SlideVQA questions, slide images")
     )
 

@@ -179,6 +179,9 @@ REAL_LAYOUT = {  # archive members in each release's real layout (small stand-in
     "longbench:data": {"data/narrativeqa.jsonl": b"{}\n"},
     "mmlb_release:data": {"mmlb_data/vrag/infoseek_K8.jsonl": b"{}\n"},
     "mmlb_release:images": {"mmlb_image/vh/a.jpg": b"jpg", "mmlb_image/icl/b.jpg": b"jpg"},
+    # the extended release's per-length archives (inner layout UNVERIFIED: a top-level mmlb_image/)
+    **{f"mmlb_release_tsv:images_{k}": {f"mmlb_image/{k.upper()}/NIAH/a.jpg": b"jpg"}
+       for k in ("32k", "128k", "256k", "512k")},
     "mmneedle_release:metadata": {"metadata_stitched/annotations_10_2_2.json": b"[]",
                                   "metadata_stitched/2_annotations_10_2_2.json": b"[]"},
     "mmneedle_release:images": {"images_stitched/2_2/0.jpg": b"jpg"},

@@ -104,10 +104,10 @@ def _length_key(length) -> tuple[int, int, str]:
 
 
 def length_label(length) -> str:
-    """8192 -> "8k" for the standard budgets; anything else as text."""
-    from mmlbdata.lengths import LENGTHS
+    """8192 -> "8k" for the standard (and extended) budgets; anything else as text."""
+    from mmlbdata.lengths import ALL_LENGTHS
 
-    names = {v: k for k, v in LENGTHS.items()}
+    names = {v: k for k, v in ALL_LENGTHS.items()}
     try:
         return names.get(int(length), str(length))
     except (TypeError, ValueError):
