@@ -277,6 +277,83 @@ def test_summ_judge_reads_the_runner_text_officially(dataset):
     assert not any("Summary:  x" in r for r in sent["default"])
 
 
+# --- the runner's text: system_template + output ----------------------------------------------------
+# eval.py L73-74, eval_api.py L91-92, eval_api_batch.py L83-84 (the same at 26197d2 and 22b9f27):
+# `prepend_text = data["system_template"].format(**test_item); output["output"] = prepend_text + output["output"]`,
+# then `data["post_process"](output, test_item)`. The system_templates: data.py load_vrag L42,
+# load_icl_er L323 (`label:`), load_gov_report L371 / load_multi_lexsum L405 (`Summary:`), load_doc_qa L437
+# (@22b9f27 line numbers). utils.py parse_output: @22b9f27 L125 (DOTALL: all after the first prefix),
+# @26197d2 L123 (the rest of the first prefix's line).
+# (metric, prediction, example, official v1.1, official v1.0, default, left out officially, derivation)
+RUNNER_CASES = [
+    # chain of thought: the first `Answer:` is the prepended one, so parse_output keeps the whole output;
+    # String gold: token F1 of "let me think answer paris" vs "paris" = 2 * (1/5) / (1 + 1/5) = 1/3
+    ("docqa", "Let me think. Answer: Paris", ex("Paris", answer_format="String"), 1 / 3, 1 / 3, 1.0, False,
+     "data.py L466-470 dcoqa_post_process: parse_output(\"Answer:Let me think. Answer: Paris\")"),
+    # v1.0 reads the first line after the prepended prefix: "Let me think." (F1 0)
+    ("docqa", "Let me think.\nAnswer: Paris", ex("Paris", answer_format="String"), 1 / 3, 0.0, 1.0, False,
+     "utils.py @26197d2 L123 `(?:{prefix})(.*)(?:\\n|$)` on \"Answer:Let me think.\\nAnswer: Paris\""),
+    # sub_em: the raw text holds the gold either way
+    ("sub_em", "Let me think. Answer: Paris", ex("Paris"), 1.0, 1.0, 1.0, False,
+     "utils.py substring_exact_match_score on \"Answer:Let me think. Answer: Paris\""),
+    # the model repeats the prefix: "Answer:Answer: Answer: Paris" -> lstrip_string drops one copy ->
+    # "Answer: Paris"; F1 of "answer paris" vs "paris" = 2/3
+    ("docqa", "Answer: Answer: Paris", ex("Paris", answer_format="String"), 2 / 3, 2 / 3, 1.0, False,
+     "utils.py L130 `lstrip_string(matches[1].strip(), prefix)` removes one repeated prefix only"),
+    # ICL: "label:" + "7 - it matches example 2": extract_class_num's `label:\s*(\d+)` reads 7 on the raw text
+    ("cls_acc", "7 - it matches example 2", ex("7"), 1.0, 1.0, 0.0, False,
+     "data.py load_icl_er L323 `system_template = \"label:\"`, utils.py extract_class_num pattern 1"),
+    # "label:3\nlabel: 5": raw reads 3 (white_space_fix, first `label:`); parsed v1.1 "3\nlabel: 5" -> 5,
+    # parsed v1.0 "3" -> 3
+    ("cls_acc", "3\nlabel: 5", ex("5"), 1.0, 0.0, 1.0, False,
+     "utils.py parse_output @22b9f27 L125 vs @26197d2 L123 on \"label:3\\nlabel: 5\""),
+    # summary: ROUGE on the raw "Summary:of the case": tokens summary of the case = the gold: 1.0;
+    # parsed "of the case": P 1, R 3/4 -> 6/7 (the default's only candidate)
+    ("rouge_l", "of the case", ex("summary of the case"), 1.0, 1.0, 6 / 7, False,
+     "data.py L25-31 default_post_process: rouge on the raw output, then the parsed, max per key"),
+    # empty output: the raw "Summary:" still scores (LCS 1: P 1, R 1/4 -> 0.4); parsed "" -> left out by the
+    # API runners (eval_api.py L97, eval_api_batch.py L114 `if parsed_output != ""`)
+    ("rouge_l", "", ex("summary of the case"), 0.4, 0.4, 0.0, True,
+     "data.py default_post_process on \"Summary:\"; eval_api_batch.py L114"),
+    ("docqa", "", ex("5", answer_format="Integer"), 0.0, 0.0, 0.0, True,
+     "parse_output(\"Answer:\") is \"\"; eval_api_batch.py L114"),
+    # Visual Haystack: "Answer:" + "" has no yes/no and is not a number: the default answer (0 = no)
+    ("binary_acc", "", ex("No"), 1.0, 1.0, 0.0, False,
+     "data.py vh_post_process: `calculate_metrics((prediction, default_answer), ...)` on \"Answer:\""),
+]
+
+
+@pytest.mark.parametrize("protocol", ["v1.1", "v1.0"])
+@pytest.mark.parametrize("name,prediction,example,v11,v10,default,left_out,line", RUNNER_CASES,
+                         ids=[f"{c[0]}:{c[1][:24]!r}" for c in RUNNER_CASES])
+def test_official_scores_the_runner_text(name, prediction, example, v11, v10, default, left_out, line, protocol):
+    example = {"id": "case", **example}
+    [result] = get_metric(name, parity="official", protocol=protocol).score_many([prediction], [example])
+    assert result.score == pytest.approx(v11 if protocol == "v1.1" else v10), line
+    assert bool(result.extra.get("left_out")) == left_out, line
+    [ours] = get_metric(name, protocol=protocol).score_many([prediction], [example])
+    assert ours.score == pytest.approx(default) and not ours.extra.get("left_out"), line
+
+
+def test_official_judge_reads_the_runner_text():
+    """data.py @22b9f27 L535 `parse_output(prediction, prefix=system_template)` on the runner's text,
+    then utils.py L440 `CURRENT_CASE_PROMPT.format(..., prediction=pred)`: the v1.1 judge gets the whole
+    chain of thought; the default mode sends the text after the model's own `Answer:`."""
+    from mmlbdata.evaluation import docqa_judge as dj
+
+    case = "<Student Answer>: {prediction}|{question}|{reference}"
+    prompts = dj.JudgePrompts({dj.SINGLE: "S", dj.SINGLE_CASE: case, dj.LIST: "L", dj.LIST_CASE: case})
+    example = {"id": "j", "dataset": "mmlongdoc", "question": "Where?", "answers": ["Paris"],
+               "meta": {"answer_format": "String"}}
+    sent = {}
+    for parity in ("official", "default"):
+        judge = RecordingJudge(["[Score]: 1 point"])
+        get_metric("docqa", parity=parity, judge=judge, judge_prompts=prompts).score_many(
+            ["Let me think. Answer: Paris"], [example])
+        sent[parity] = judge.requests[0].split("<Student Answer>: ", 1)[1].split("|")[0]
+    assert sent == {"official": "Let me think. Answer: Paris", "default": "Paris"}
+
+
 def test_parity_value_is_checked():
     with pytest.raises(ValueError, match="parity"):
         get_metric("sub_em", parity="strict")
