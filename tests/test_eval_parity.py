@@ -491,3 +491,23 @@ def test_binary_default_answer_follows_the_config_row_even_when_predictions_are_
     predictions = {"v1": {"prediction": "hmm"}, "v3": {"prediction": "hmm"}}
     report = evaluate_config(examples, predictions, {"*": {"parity": "official"}})
     assert {e["id"]: e["score"] for e in report["examples"]} == {"v1": 1.0, "v3": 1.0}
+
+
+def test_the_prepended_template_is_the_loader_of_every_mmlongbench_config():
+    """data.py load_data (@22b9f27 L607-641) picks the loader by dataset name, and the loader fixes both
+    the system_template the runner prepends (eval.py L73) and the post_process that scores: every
+    config MMLongBench releases must be scored with its loader's template (mmlbdata.prompts)."""
+    from mmlbdata.evaluation.metrics.mmlongbench import MMLongBenchMetric
+    from mmlbdata.prompts import answer_prefix
+    from mmlbdata.registry import all_configs
+
+    seen = set()
+    for name, entry in all_configs().items():
+        spec = entry.config.release_file
+        if spec is None:
+            continue
+        metric = get_metric(entry.config.metric, parity="official")
+        assert isinstance(metric, MMLongBenchMetric), name
+        assert metric.system_template == answer_prefix(spec.kind), name
+        seen.add(spec.kind)
+    assert {"vrag", "vh", "icl", "gov", "lexsum", "docqa"} <= seen
