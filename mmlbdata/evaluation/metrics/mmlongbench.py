@@ -19,14 +19,14 @@ from .. import parse
 
 
 class MMLongBenchMetric(Metric):
-    """A metric of one of MMLongBench's ``data.py`` loaders (``loader``: its kind in
-    :mod:`mmlbdata.prompts`, whose ``system_template`` the loader's rows end their prompt with).
+    """A metric of one of MMLongBench's ``data.py`` loaders (``loader``: the loader's kind in
+    :mod:`mmlbdata.prompts`, which holds its ``system_template``: ``Answer:``, ``label:``, ``Summary:``).
 
     Parity mode scores what the official runners score: :func:`official.runner_output`, the
     loader's system_template prepended to the output before any parse or raw-text score. That
     happens here, once, in :meth:`score_many`; subclasses score the text they are handed
     (:meth:`score_text`, or :meth:`score_texts` for a batch). The default mode hands them the
-    output as the model wrote it (deviations table: "output as the runner scores it").
+    output as the model wrote it (deviations table, "any output: what is scored").
 
     Parity mode also leaves an example out of every average when its ``parsed_output`` is empty,
     as MMLongBench's API runners (``eval_api.py`` and ``eval_api_batch.py``, at 26197d2 and
@@ -72,6 +72,8 @@ class MMLongBenchMetric(Metric):
 class SubEM(MMLongBenchMetric):
     """Normalised gold is a substring of the normalised prediction; max over golds. A gold that
     normalises to nothing ("", " ", "the") is ignored (officially it matches anything)."""
+
+    loader = "vrag"  # load_vrag, load_text_rag, load_mm_niah_text: "Answer:"
 
     def score_text(self, text, example):
         answers = golds(example)
