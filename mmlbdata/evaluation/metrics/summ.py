@@ -13,7 +13,8 @@ import json
 
 from . import official as off
 from .common import golds, meta_of
-from .registry import Metric, ScoreResult, mean, register
+from .mmlongbench import MMLongBenchMetric
+from .registry import ScoreResult, mean, register
 from .. import parse
 from ..prompts import load_prompt
 
@@ -57,9 +58,11 @@ def keypoints_of(example: dict, table: dict[str, list[str]] | None = None) -> li
 def summary_for_judge(summary: str, official: bool = False) -> str:
     """The summary the judge reads: a leading "Summary:" dropped, the rest stripped.
 
-    ``eval_gpt4_summ.py`` (MMLongBench 22b9f27 and 26197d2, line 348) looks for the prefix before
-    any strip, so ``" Summary: x"`` keeps it (official); the default strips first, since leading
-    whitespace is formatting, not part of the model's summary."""
+    ``eval_gpt4_summ.py`` (MMLongBench 22b9f27 and 26197d2, lines 348-349) reads the runner's saved
+    output, which starts with the prepended ``Summary:`` (``official.runner_output``; parity mode
+    hands that text here), and drops exactly those 8 characters before any strip: the judge reads
+    the generated text stripped, a ``Summary:`` the model wrote itself kept. The default (the
+    model's output) strips first and drops the model's own leading ``Summary:``."""
     summary = summary or ""
     if not official:
         summary = summary.strip()
@@ -120,13 +123,14 @@ def official_combine(replies, n_keypoints: int) -> ScoreResult:
 
 
 @register("summ_judge")
-class SummJudge(Metric):
-    """Needs ``judge=<JudgeClient>``; without one it cannot score and says so."""
+class SummJudge(MMLongBenchMetric):
+    """Needs ``judge=<JudgeClient>``; without one it cannot score and says so. Parity mode judges
+    the runner's text (``Summary:`` + output), as ``eval_gpt4_summ.py`` reads the saved results."""
 
-    def score(self, prediction, example):
-        return self.score_many([prediction], [example])[0]
+    loader = "gov"  # load_gov_report and load_multi_lexsum: "Summary:"
+    leaves_out_empty = False  # eval_gpt4_summ.py judges every saved result; its own rule is in aggregate
 
-    def score_many(self, predictions, examples):
+    def score_texts(self, predictions, examples):
         """Three judge calls per example that has key points (``meta["keypoints"]`` or the
         ``keypoints`` table option, see :func:`load_keypoints`); one without scores 0 and is
         counted, never sent."""
