@@ -12,7 +12,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+#: the answer formats of our document-QA rows (MMLongBench-Doc's names, as samples.json spells them)
 ANSWER_FORMATS = ("Str", "Int", "Float", "List", "None")
+#: every spelling a release uses (LongDocURL and MMLongBench's documentQA files write "Integer" and
+#: "String") -> our name; the one place the two namings meet, read by the readers, metrics and exports
+SHORT_FORMAT = {**{name: name for name in ANSWER_FORMATS}, "Integer": "Int", "String": "Str"}
+#: every spelling -> MMLongBench's (its data.py and utils.py: "Integer", "String", ...)
+LONG_FORMAT = {name: {"Int": "Integer", "Str": "String"}.get(short, short) for name, short in SHORT_FORMAT.items()}
 NOT_ANSWERABLE = "Not answerable"
 
 
