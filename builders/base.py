@@ -21,6 +21,7 @@ from mmlbdata.lengths import EXTENDED_LENGTH_KEYS, LENGTH_KEYS, LENGTHS, length_
 from mmlbdata.paths import resolve_inside
 from mmlbdata.report import BuildReport
 from mmlbdata.schema import FEATURES, make_example
+from mmlbdata import prompts
 from mmlbdata import protocol as protocols
 from mmlbdata.sources import mmlb_release as release
 from mmlbdata.sources import mmlb_release_tsv as release_tsv
@@ -327,7 +328,7 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
         kind = self.config.release_file.kind
         meta = {"official_id": row.official_id, "release_file": relative,
                 "release_record": number, "provenance": "official release", "over_budget": num_tokens > self.length,
-                "answer_prefix": release.ANSWER_PREFIX.get(kind, "Answer:"), **row.meta}
+                "answer_prefix": prompts.answer_prefix(kind), **row.meta}
         return make_example(id=release.unique_id(row, number, seen), dataset=self.config.dataset, length=self.length,
                             num_tokens=num_tokens, prompt=row.prompt, images=refs, question=row.question,
                             answers=row.answers, metric=self.config.metric, meta=meta)

@@ -84,6 +84,11 @@ def doc_page_item(doc_id: str, page_id, protocol=None) -> str:
     return template.format(doc_id=doc_id, page_id=page_id)
 
 
+def text_page_item(doc_id: str, page_id, page_text: str) -> str:
+    """A page of the text_doc ablation: the page label, then the page's text on the next line."""
+    return TEXT_PAGE.format(doc_id=doc_id, page_id=page_id, page_text=page_text)
+
+
 def doc_question(doc_id: str, question: str) -> str:
     """The document-QA question line, prefixed with the document it is about."""
     return DOC_QUESTION.format(doc_id=doc_id) + question

@@ -279,3 +279,16 @@ def test_slidevqa_reads_release_schema(tmp_path):
     (pages[1]).unlink()
     with pytest.raises(ValueError, match="slide 2 of deck 'deck-b' missing"):
         slidevqa.deck_pages(tmp_path, "test", "deck-b", decks["deck-b"])
+
+
+def test_one_word_rule_read_with_each_sources_limit():
+    """SlideVQA drops 5 words (the paper's "less than 5 words"), MMLongBench-Doc/LongDocURL 6
+    (their release's "> 5 words"): the same rule, over_word_limit, at two limits."""
+    from mmlbdata.sources.docqa import long_answer_problem, over_word_limit, string_answer_problem
+
+    five = "one two three four five"
+    assert over_word_limit(five, 4) and not over_word_limit(five, 5)
+    assert long_answer_problem("Str", five) == "string answer of 5 words or more"
+    assert long_answer_problem("Str", "one two three four") == ""
+    assert string_answer_problem(five) == ""
+    assert string_answer_problem(five + " six") == "string answer of more than 5 words"

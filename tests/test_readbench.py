@@ -15,6 +15,7 @@ import pytest
 from PIL import Image
 
 from builders import readbench as rb
+from mmlbdata import readbench_prompts as rbp
 from mmlbdata.report import BuildReport
 from mmlbdata.sources import readbench as src
 from mmlbdata.store import ImageStore
@@ -254,7 +255,7 @@ def test_mmlu_pro_samples_35_per_category_with_random_42(sources, store, counter
 ])
 def test_mc_prompt_parts_are_run_eval_multimodal_builders(source, category, head, tail) -> None:
     record = src.MCRecord(source, "x", "Q?", ("a", "b", "c", "d"), "A", category, {})
-    assert rb.mc_prompt_parts(record) == (head, tail)
+    assert rbp.mc_prompt_parts(record) == (head, tail)
 
 
 def test_options_images_are_cropped_in_width_unless_asked(sources, store, counter) -> None:
@@ -268,7 +269,7 @@ def test_options_images_are_cropped_in_width_unless_asked(sources, store, counte
 
 
 def test_options_image_text_is_one_option_per_line() -> None:
-    assert rb.options_text(["x", "y", "z"]) == "A. x\nB. y\nC. z"
+    assert rbp.options_text(["x", "y", "z"]) == "A. x\nB. y\nC. z"
 
 
 def test_mmlu_redux_reads_arrow_and_parquet(sources, store, counter) -> None:
@@ -365,34 +366,34 @@ READBENCH_BABILONG_OPENINGS = {
 @pytest.mark.parametrize("task", sorted(READBENCH_BABILONG))
 def test_babilong_prompt_is_readbench_message(task: str) -> None:
     instruction, post = READBENCH_BABILONG[task]
-    before, after = rb.babilong_prompt_parts(task, "Where is Mary?")
+    before, after = rbp.babilong_prompt_parts(task, "Where is Mary?")
     assert before == instruction
     assert after == f"<question>\nWhere is Mary?\n</question>\n{post}"
-    prompt = rb.with_pages(before, 2, after)
+    prompt = rbp.with_pages(before, 2, after)
     # split at the images, the three message parts come back unchanged (no examples, no separators)
     assert prompt.split(IMAGE_PLACEHOLDER) == [instruction, "", f"<question>\nWhere is Mary?\n</question>\n{post}"]
 
 
 @pytest.mark.parametrize("task", sorted(READBENCH_BABILONG_OPENINGS))
 def test_babilong_other_tasks_open_as_readbench_rewrites_them(task: str) -> None:
-    before, _ = rb.babilong_prompt_parts(task, "Q?")
+    before, _ = rbp.babilong_prompt_parts(task, "Q?")
     assert before.split(" hidden")[0] == READBENCH_BABILONG_OPENINGS[task]
 
 
 def test_babilong_mm_instruction_follows_mmify_rules() -> None:
     # babilong_prompts.py @b6546cb line 208: "[Ii] (give|will give) you context" at a word start -> "I will
     # give you images with text"; line 210: only " context " and " context." elsewhere.
-    assert rb.babilong_mm_instruction("i give you context now") == "I will give you images with text now"
-    assert rb.babilong_mm_instruction("Then I will give you context.") == "Then I will give you images with text."
-    assert rb.babilong_mm_instruction("Read the context. A context here.") == \
+    assert rbp.babilong_mm_instruction("i give you context now") == "I will give you images with text now"
+    assert rbp.babilong_mm_instruction("Then I will give you context.") == "Then I will give you images with text."
+    assert rbp.babilong_mm_instruction("Read the context. A context here.") == \
         "Read the images with text. A images with text here."
-    assert rb.babilong_mm_instruction("contexts, context\nand context,") == "contexts, context\nand context,"
-    assert rb.babilong_mm_instruction("Hi give you context") == "Hi give you context"  # no word start at "i"
+    assert rbp.babilong_mm_instruction("contexts, context\nand context,") == "contexts, context\nand context,"
+    assert rbp.babilong_mm_instruction("Hi give you context") == "Hi give you context"  # no word start at "i"
 
 
 def test_every_babilong_task_drops_examples_and_renames_context() -> None:
     for task in src.BABILONG_TASKS:
-        before, after = rb.babilong_prompt_parts(task, "Q?")
+        before, after = rbp.babilong_prompt_parts(task, "Q?")
         assert before.startswith("I will give you images with text with the facts about ")
         assert "context" not in before
         assert "<example>" not in before + after and after.startswith("<question>\nQ?\n</question>\n")
@@ -400,12 +401,12 @@ def test_every_babilong_task_drops_examples_and_renames_context() -> None:
 
 def test_longbench_templates_are_readbench_dataset2prompt() -> None:
     # AnswerDotAI/readbench eval_config/dataset2prompt.json, "hotpotqa" and "triviaqa" keys, verbatim
-    assert rb.longbench_prompt_parts("hotpotqa_e", "Who?") == (
+    assert rbp.longbench_prompt_parts("hotpotqa_e", "Who?") == (
         "Answer the question based on the given passages. Only give me the answer and do not output any other "
         "words.\n\nThe following are given passages.\n",
         "\n\nAnswer the question based on the given passages. Only give me the answer and do not output any other "
         "words.\n\nQuestion: Who?\nAnswer:")
-    assert rb.longbench_prompt_parts("triviaqa_e", "Q: x") == (
+    assert rbp.longbench_prompt_parts("triviaqa_e", "Q: x") == (
         "Answer the question based on the given passage. Only give me the answer and do not output any other "
         "words. The following are some examples.\n\n", "\n\nQ: x")
 
@@ -460,7 +461,7 @@ def test_longbench_bins_and_template(sources, store, counter) -> None:
         "words.\n\nThe following are given passages.\n" + "<image>" * len(row["images"]) + "\n\nAnswer the "
         "question based on the given passages. Only give me the answer and do not output any other words.\n\n"
         "Question: Question 1?\nAnswer:")
-    assert [rb.longbench_bin(n) for n in (511, 512, 1023, 1024, 8191, 8192)] == [
+    assert [src.longbench_bin(n) for n in (511, 512, 1023, 1024, 8191, 8192)] == [
         None, "512-1024", "512-1024", "1024-2048", "4096-8192", None]
 
 
@@ -478,7 +479,7 @@ def test_std_longbench_truncates_the_middle(sources, store, counter) -> None:
 
 
 def test_split_template_keeps_braces_in_values() -> None:
-    before, after = rb.split_template("a {input} {context} b {input}", input="{x}")
+    before, after = rbp.split_template("a {input} {context} b {input}", input="{x}")
     assert (before, after) == ("a {x} ", " b {x}")
 
 
@@ -618,7 +619,7 @@ def test_official_draw_skips_gpqa_and_small_groups() -> None:
     # neither consuming the generator; keys in sorted order (LongBench bins sort as text)
     sizes = {("gpqa", "Physics"): 86, ("babilong", "0k", "qa1"): 20, ("longbench", "hotpotqa_e", "512-1024"): 50,
              ("longbench", "hotpotqa_e", "1024-2048"): 36}
-    picks = rb.official_draw(sizes)
+    picks = src.official_draw(sizes)
     rng = random.Random(42)
     assert picks[("longbench", "hotpotqa_e", "1024-2048")] == rng.sample(range(36), 35)
     assert picks[("longbench", "hotpotqa_e", "512-1024")] == rng.sample(range(50), 35)
@@ -640,11 +641,11 @@ def write_groups_before_mmlu(tmp_path: Path) -> tuple[Path, Path]:
     512-1024; passage_count_e 40 at 2048-4096) are over the cap of 35, the rest one row each."""
     babilong, longbench = tmp_path / "babilong", tmp_path / "longbench"
     big = {("0k", "qa1"): 36, ("8k", "qa9"): 37}
-    for length in rb.ORIGINAL_BABILONG_LENGTHS:
+    for length in src.ORIGINAL_BABILONG_LENGTHS:
         for task in rb.src.BABILONG_TASKS:
             write_babilong_group(babilong, task, length, big.get((length, task), 1))
     big_bins = {"hotpotqa_e": [600] * 36, "multifieldqa_en_e": [700] * 38, "passage_count_e": [3000] * 40}
-    for subset in rb.OFFICIAL_LONGBENCH_SUBSETS:
+    for subset in src.OFFICIAL_LONGBENCH_SUBSETS:
         write_longbench_subset(longbench, subset, big_bins.get(subset, [600]))
     return babilong, longbench
 

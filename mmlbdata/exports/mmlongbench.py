@@ -33,6 +33,7 @@ from typing import Optional, Sequence
 
 from ..paths import resolve_inside
 from ..sources import mmlb_release as release
+from ..sources.docqa import LONG_FORMAT
 from ..tokens import IMAGE_PLACEHOLDER
 from ..writer import read_manifest
 from . import content_name, image_extension, iter_rows, selected_configs, write_image
@@ -41,9 +42,6 @@ logger = logging.getLogger("mmlbdata")
 
 #: family -> the release's folder for it (datasets the release does not name)
 CATEGORY = {"vh": "NIAH", "mmniah": "NIAH", "vrag": "vrag", "icl": "ICL", "summ": "summ", "docvqa": "documentQA"}
-#: our answer_format names (samples.json's) -> the release's
-ANSWER_FORMATS = {"Int": "Integer", "Integer": "Integer", "Float": "Float", "Str": "String", "String": "String",
-                  "List": "List", "None": "None"}
 # the page id is there under MMLongBench protocol v1.0 only (mmlbdata.protocol)
 PAGE_ITEM = re.compile(r"Document (.{0,15}?)(?: \(page ([^)]*)\))?: " + re.escape(IMAGE_PLACEHOLDER) + r"$", re.DOTALL)
 PAGE_LABEL = re.compile(r" \(page [^)]*\)(?=: " + re.escape(IMAGE_PLACEHOLDER) + ")")
@@ -130,7 +128,7 @@ def _docqa_record(row: dict, images: list[str], context: str, question: str) -> 
     doc_name = str(meta.get("doc_id") or meta.get("doc_name") or "")
     prefix = release.DOC_QUESTION.format(doc_id=doc_name)
     bare = question[len(prefix):] if question.startswith(prefix) else question
-    answer_format = ANSWER_FORMATS.get(str(meta.get("answer_format")), "String")
+    answer_format = LONG_FORMAT.get(str(meta.get("answer_format")), "String")
     answer = row["answers"][0] if row["answers"] else ""
     if answer_format == "List":
         answer = json.dumps(ast.literal_eval(answer) if answer.startswith("[") else [answer], ensure_ascii=False)

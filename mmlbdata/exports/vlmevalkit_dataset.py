@@ -4,8 +4,8 @@ VLMEvalKit treats a TSV it does not know as a custom dataset: its ``DATASET_TYPE
 ``MCQ`` (models rewrite the prompt as a multiple-choice one), ``build_prompt`` puts every image
 before the text, and ``evaluate`` cannot score. :func:`dataset_class` makes the class that fixes
 the three: type ``VQA``; ``build_prompt`` interleaves the images where the prompt has ``<image>``;
-``evaluate`` scores each prediction with the metric its row names, through this library's
-registry, and aggregates each metric its own way.
+``evaluate`` scores each prediction with the metric its row names and aggregates each metric its
+own way, through ``mmlb eval``'s ``evaluate_config`` (one category, one config, at a time).
 
 VLMEvalKit's ``run.py`` finds dataset classes in ``vlmeval.dataset`` (``DATASET_CLASSES`` for
 ``--data NAME``, attributes for ``--config``). :func:`register` adds the class there, and
@@ -83,26 +83,38 @@ def _example(row: dict) -> dict:
             "dataset": row.get("category", ""), "prompt": str(row.get("question", ""))}
 
 
-def score_rows(rows: list[dict]) -> list[dict]:
-    """One line per (category, metric): ``n`` and the metric's own aggregate ``score``."""
-    from types import SimpleNamespace
+def _prediction(row: dict) -> str:
+    """The row's model output; VLMEvalKit writes a missing one as NaN."""
+    prediction = row.get("prediction")
+    return "" if prediction is None or str(prediction) == "nan" else str(prediction)
 
-    from ..evaluation.metrics import get_metric
 
-    groups: dict[tuple[str, str], list[tuple[Any, dict]]] = defaultdict(list)
+def _by_category(rows: list[dict]) -> dict[str, tuple[list[dict], dict[str, dict]]]:
+    """Per category (a config), its examples and their predictions keyed by id, as
+    ``evaluate_config`` takes them; an id twice in one category is refused (it would be one)."""
+    groups: dict[str, tuple[list[dict], dict[str, dict]]] = defaultdict(lambda: ([], {}))
     for row in rows:
         example = _example(row)
-        prediction = row.get("prediction")
-        prediction = "" if prediction is None or str(prediction) == "nan" else str(prediction)
-        groups[(str(row.get("category", "")), example["metric"])].append(
-            (get_metric(example["metric"]).score(prediction, example), example))
+        examples, predictions = groups[str(row.get("category", ""))]
+        if example["id"] in predictions:
+            raise ValueError(f"category {row.get('category', '')!r}: id {example['id']!r} appears twice")
+        examples.append(example)
+        predictions[example["id"]] = {"prediction": _prediction(row)}
+    return groups
+
+
+def score_rows(rows: list[dict]) -> list[dict]:
+    """One line per (category, metric): ``n`` and the metric's own aggregate ``score``, scored by
+    ``mmlb eval``'s own :func:`~mmlbdata.evaluation.evaluate.evaluate_config` (one scoring path)."""
+    from ..evaluation.evaluate import evaluate_config
+
     table = []
-    for (category, metric_name), scored in sorted(groups.items()):
-        metric = get_metric(metric_name)
-        results = [SimpleNamespace(score=r.score, parsed=r.parsed, extra=r.extra) for r, _ in scored]
-        aggregate = metric.aggregate(results, [e for _, e in scored])
-        table.append({"category": category, "metric": metric_name, "n": len(scored),
-                      "score": float(aggregate["score"])})
+    for category, (examples, predictions) in sorted(_by_category(rows).items()):
+        scored = evaluate_config(examples, predictions)
+        for metric_name, aggregate in sorted(scored["metrics"].items()):
+            count = sum(1 for example in examples if example["metric"] == metric_name)
+            table.append({"category": category, "metric": metric_name, "n": count,
+                          "score": float(aggregate["score"])})
     return table
 
 

@@ -26,13 +26,14 @@ of crashing or silently dropping text.
 """
 from __future__ import annotations
 
+import bisect
 import hashlib
 import io
 import math
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     from mmlbdata.store import ImageRef, ImageStore
@@ -118,6 +119,18 @@ def official_settings(ppi: float = DEFAULT_PPI, crop_width: bool = True) -> Page
     return PageSettings(ppi=ppi, font_size=font_px * pt_per_px, margin_in=int(ppi * 0.25) / ppi,
                         line_height=line_px / font_px, page_size=(page_px[0] * pt_per_px, page_px[1] * pt_per_px),
                         crop_width=crop_width, break_long_words=False, trim_trailing_blank=False)
+
+
+def settings_for_layout(layout: str, ppi: float = DEFAULT_PPI, crop_width: bool = True) -> PageSettings:
+    """Page settings for a ``layout`` option: ``official`` draws pages as ReadBench's
+    ``data_prep.py`` does (15 px font, 21 px per line, 49 lines a page at 92.9 PPI); ``library``
+    keeps this library's 12 pt Helvetica at 1.2 leading (55 lines a page), so earlier builds stay
+    reproducible. ``crop_width=False`` keeps every page at the full A4 width."""
+    if layout == "official":
+        return official_settings(ppi, crop_width=crop_width)
+    if layout != "library":
+        raise ValueError(f"readbench: --option layout={layout!r} is not one of 'library', 'official'")
+    return PageSettings(ppi=ppi, crop_width=crop_width)
 
 
 @dataclass
@@ -432,6 +445,15 @@ class TextLayout:
     def words_per_page(self) -> list[int]:
         """Whitespace-separated words on each page (a word broken over lines counts per piece)."""
         return [sum(len(line.split()) for line in page) for page in self.pages]
+
+
+def pages_of_words(layout: TextLayout, word_indices: Iterable[int]) -> list[int]:
+    """Page index holding each word index (by the layout's per-page word counts)."""
+    bounds, total = [], 0
+    for count in layout.words_per_page():
+        total += count
+        bounds.append(total)
+    return sorted({min(bisect.bisect_right(bounds, w), len(bounds) - 1) for w in word_indices})
 
 
 def layout_text(text: str, settings: PageSettings | None = None, ppi: float = DEFAULT_PPI) -> TextLayout:

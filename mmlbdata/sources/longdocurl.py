@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..paths import is_inside
-from .docqa import DocQuestion, record_problem
+from .docqa import SHORT_FORMAT, DocQuestion, record_problem
 from .records import BadRecord, read_jsonl
 
 QA_FILE = "LongDocURL.jsonl"
@@ -29,8 +29,6 @@ PDFS_DIR = "ccpdf_zip"
 PNG_DPI = 72  # the release's page PNGs: one pixel per PDF point (letter page 612x792)
 REQUIRED = ("question_id", "doc_no", "total_pages", "question", "answer", "evidence_pages",
             "answer_format")
-FORMATS = {"Integer": "Int", "Int": "Int", "Float": "Float", "String": "Str", "Str": "Str",
-           "List": "List", "None": "None"}
 _PAGE_NAME = re.compile(r"^(?P<doc>\d+)_(?P<page>\d+)\.png$")
 
 
@@ -96,7 +94,7 @@ def _check(record: dict) -> _Fields | str:
     if problem:
         return problem
     pages = record["evidence_pages"]
-    fmt = FORMATS.get(str(record["answer_format"]))
+    fmt = SHORT_FORMAT.get(str(record["answer_format"]))
     if fmt is None:
         return f"unknown answer_format {record['answer_format']!r}"
     if not isinstance(record["total_pages"], int) or record["total_pages"] < 1:

@@ -34,8 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
+from .. import prompts
+# the templates, re-exported: readers of the release (exports/mmlongbench.py) name them from here
 from ..prompts import (ANSWER_LINE, ANSWER_PREFIX, DOC_QUESTION, ICL_ITEM, PAGE, PASSAGE, TEXT_PAGE,  # noqa: F401
-                       TEMPLATE_OF, TEMPLATES, doc_page_item, image_choices, render)
+                       TEMPLATE_OF, TEMPLATES)
 from .. import protocol as protocols
 from ..report import BuildReport
 from ..tokens import IMAGE_PLACEHOLDER
@@ -49,8 +51,9 @@ LAYOUT = ("MMLongBench release: mmlb_data/{vrag,NIAH,ICL,summ,documentQA}/<files
 RELEASE_ONLY_LENGTH = 4096  # generate_configs.py's "4k": released, but no recipe here builds it
 OFFICIAL_SEED = 42  # arguments.py --seed default; eval.py calls set_seed(args.seed) before each load
 
-# The templates (TEMPLATES, PASSAGE, PAGE, DOC_QUESTION, ICL_ITEM, ANSWER_PREFIX) are data.py's, held
-# once in mmlbdata.prompts and imported above: the recipes build their rows with the same ones.
+# The templates are data.py's, held once in mmlbdata.prompts: every row below is assembled with its
+# helpers (render, passage, page_item, doc_page_item, text_page_item, doc_question, icl_item,
+# image_choices, vh_context), the ones the recipes build their rows with.
 
 
 @dataclass(frozen=True)
@@ -141,10 +144,6 @@ def _need(record: dict, key: str) -> Any:
     return record[key]
 
 
-def _format(kind: str, context: str, question: str = "") -> str:
-    return render(kind, context, question)
-
-
 def answers_of(value: Any) -> list[str]:
     """Our answer strings: a string as is, strings of a list each, a list of numbers as JSON."""
     if isinstance(value, list):
@@ -166,7 +165,7 @@ def list_answer(answer: Any) -> str:
 def split_prompt(kind: str, prompt: str) -> tuple[str, str]:
     """``(context, question)`` such that ``TEMPLATES[kind].format(context=..., question=...)`` is
     ``prompt``; ValueError if the prompt is not in that template."""
-    rendered = TEMPLATES[TEMPLATE_OF.get(kind, kind)].format(context="\x00", question="\x01")
+    rendered = prompts.render(kind, "\x00", "\x01")
     head, rest = rendered.split("\x00")
     middle, tail = rest.split("\x01") if "\x01" in rest else (None, rest)
     if not prompt.startswith(head) or not prompt.endswith(tail) or len(prompt) < len(head) + len(tail):
@@ -180,24 +179,31 @@ def split_prompt(kind: str, prompt: str) -> tuple[str, str]:
     return context, question
 
 
+def page_of(path: str, split_index: int = -1) -> tuple[str, str]:
+    """``(doc id, page id)`` of a released page file, as ``data.py`` reads them: the doc id is the
+    parent folder, the page id the text after ``page`` (the summary loaders split at the first
+    ``page``, ``split_index=1``; the document-QA loaders at the last, ``-1``)."""
+    return path.split("/")[-2], path.split("page")[split_index].split(".")[0]
+
+
 def page_label(path: str, split_index: int) -> str:
-    """The page item of ``data.py``: doc id = the parent folder, page = the text after ``page``."""
-    return PAGE.format(doc_id=path.split("/")[-2], page_id=path.split("page")[split_index].split(".")[0])
+    """The page item of ``data.py`` for a released page file."""
+    return prompts.page_item(*page_of(path, split_index))
 
 
 def _passages(ctxs: list) -> str:
-    return "\n\n".join(PASSAGE.format(title=c["title"], text=c["text"]) for c in ctxs)
+    return "\n\n".join(prompts.passage(c["title"], c["text"]) for c in ctxs)
 
 
 def _vrag(record: dict) -> tuple[str, list[str], dict]:
     context = _passages(_need(record, "ctxs"))
-    prompt = _format("vrag", context, IMAGE_PLACEHOLDER + _need(record, "question"))
+    prompt = prompts.render("vrag", context, IMAGE_PLACEHOLDER + _need(record, "question"))
     return prompt, [_need(record, "image")], {}
 
 
 def _vh(record: dict) -> tuple[str, list[str], dict]:
     images = list(_need(record, "ctxs"))
-    return _format("vh", "\n".join([IMAGE_PLACEHOLDER] * len(images)), _need(record, "question")), images, {}
+    return prompts.render("vh", prompts.vh_context(len(images)), _need(record, "question")), images, {}
 
 
 def _niah_context(record: dict) -> str:
@@ -205,49 +211,49 @@ def _niah_context(record: dict) -> str:
 
 
 def _niah_text(record: dict) -> tuple[str, list[str], dict]:
-    return _format("niah", _niah_context(record), _need(record, "question")), list(_need(record, "image_list")), {}
+    prompt = prompts.render("niah", _niah_context(record), _need(record, "question"))
+    return prompt, list(_need(record, "image_list")), {}
 
 
 def _niah_count(record: dict) -> tuple[str, list[str], dict]:
     images = list(_need(record, "image_list")) + list(_need(record, "needle_image_list"))
-    return _format("niah", _niah_context(record), _need(record, "question")), images, {}
+    return prompts.render("niah", _niah_context(record), _need(record, "question")), images, {}
 
 
 def _niah_choice(record: dict) -> tuple[str, list[str], dict]:
     choices = list(_need(record, "choices_image"))
-    question = _need(record, "question") + image_choices(len(choices))
+    question = _need(record, "question") + prompts.image_choices(len(choices))
     images = list(_need(record, "image_list")) + choices
-    return _format("niah_choice", _niah_context(record), question), images, {}
+    return prompts.render("niah_choice", _niah_context(record), question), images, {}
 
 
 def _summary(kind: str):
     def assemble_summary(record: dict) -> tuple[str, list[str], dict]:
         images = list(_need(record, "image_list"))
         context = "\n\n".join(page_label(p, 1) for p in images)
-        return _format(kind, context), images, {}
+        return prompts.render(kind, context), images, {}
     return assemble_summary
 
 
 def _docqa(record: dict, protocol=None) -> tuple[str, list[str], dict]:
     """load_doc_qa: one page item per page (with its page id under protocol v1.0 only)."""
     images = list(_need(record, "page_list"))
-    context = "\n\n".join(doc_page_item(p.split("/")[-2], p.split("page")[-1].split(".")[0], protocol)
-                           for p in images)
-    question = DOC_QUESTION.format(doc_id=_need(record, "doc_name")) + _need(record, "question")
-    return _format("docqa", context, question), images, {"answer_format": record.get("answer_format"),
+    context = "\n\n".join(prompts.doc_page_item(*page_of(p), protocol) for p in images)
+    question = prompts.doc_question(_need(record, "doc_name"), _need(record, "question"))
+    return prompts.render("docqa", context, question), images, {"answer_format": record.get("answer_format"),
                                                         "doc_name": record["doc_name"]}
 
 
 def _text_rag(record: dict) -> tuple[str, list[str], dict]:
     """load_text_rag: the passages, the question as text (``original_question``), no image."""
-    return _format("text_rag", _passages(_need(record, "ctxs")), _need(record, "original_question")), [], {}
+    return prompts.render("text_rag", _passages(_need(record, "ctxs")), _need(record, "original_question")), [], {}
 
 
 def _vrag_occ(record: dict) -> tuple[str, list[str], dict]:
     """load_vrag_occlusion: the passages without the positive documents (by ``doc_id``)."""
     positives = {c["doc_id"] for c in _need(record, "positive_ctxs")}
     context = _passages([c for c in _need(record, "ctxs") if c["doc_id"] not in positives])
-    return (_format("vrag", context, IMAGE_PLACEHOLDER + _need(record, "question")), [_need(record, "image")],
+    return (prompts.render("vrag", context, IMAGE_PLACEHOLDER + _need(record, "question")), [_need(record, "image")],
             {"removed_positives": sorted(positives)})
 
 
@@ -256,10 +262,9 @@ def _text_doc(record: dict) -> tuple[str, list[str], dict]:
     pages, texts = list(_need(record, "page_list")), list(_need(record, "page_text_list"))
     if len(pages) != len(texts):
         raise ReleaseRecordError(f"{len(pages)} pages but {len(texts)} page texts")
-    context = "\n\n".join(TEXT_PAGE.format(doc_id=p.split("/")[-2], page_id=p.split("page")[-1].split(".")[0],
-                                           page_text=t) for p, t in zip(pages, texts))
-    question = DOC_QUESTION.format(doc_id=_need(record, "doc_name")) + _need(record, "question")
-    return _format("text_doc", context, question), [], {"answer_format": record.get("answer_format"),
+    context = "\n\n".join(prompts.text_page_item(*page_of(p), t) for p, t in zip(pages, texts))
+    question = prompts.doc_question(_need(record, "doc_name"), _need(record, "question"))
+    return prompts.render("text_doc", context, question), [], {"answer_format": record.get("answer_format"),
                                                        "doc_name": record["doc_name"]}
 
 
@@ -299,9 +304,9 @@ def assemble(kind: str, record: dict, protocol=None) -> ReleaseRow:
 def icl_row(domain: str, example: dict, rounds: list[list[dict]], choice: int) -> ReleaseRow:
     """A test example with the drawn exemplar rounds (each round already in its drawn order)."""
     exemplars = [item for one_round in rounds for item in one_round]
-    context = "\n\n".join(ICL_ITEM.format(label=item["id"]) for item in exemplars)
+    context = "\n\n".join(prompts.icl_item(item["id"]) for item in exemplars)
     return ReleaseRow(
-        official_id=example.get("id"), prompt=_format("icl", context, IMAGE_PLACEHOLDER),
+        official_id=example.get("id"), prompt=prompts.render("icl", context, IMAGE_PLACEHOLDER),
         images=[item["image"] for item in exemplars] + [example["image"]], question=IMAGE_PLACEHOLDER,
         answers=answers_of(example["answer"]),
         meta={"domain": domain, "exemplar_choice": choice, "exemplar_ids": [item["id"] for item in exemplars]})

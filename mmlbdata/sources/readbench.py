@@ -2,7 +2,10 @@
 
 Each reader takes either a local folder holding the Hub dataset's files (as downloaded with
 ``hf download --repo-type dataset``) or ``None`` to read the Hub with ``datasets``.
-They yield plain records; what is rendered and how the prompt looks is the builder's business.
+They yield plain records; what is rendered and how the prompt looks is the builder's business
+(``mmlbdata/readbench_prompts.py`` holds the prompts). Which records a config builds is decided
+here too (the "selection" section at the end): ReadBench's per-group ``Random(42)`` draw and the
+replay of its ``downsampler.py``.
 
 Local layouts (the Hub repositories' own files):
 
@@ -27,10 +30,12 @@ from __future__ import annotations
 
 import csv
 import json
+import random
 import re
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 from mmlbdata.paths import is_inside
 from mmlbdata.report import BuildReport
@@ -346,3 +351,158 @@ def babilong_length_tokens(key: str) -> int:
     if not match:
         raise ValueError(f"not a BABILong length: {key!r}")
     return int(match.group(1)) * 1024
+
+
+# -- selection: the records a config builds ---------------------------------------------------------
+# ReadBench keeps 35 records per group, drawn with ``random.Random(42)``. By default each group gets
+# a fresh generator (``sample_per_group``: one group's questions do not depend on the others');
+# ``selection=official`` replays its ``downsampler.py`` (``OfficialDraw``: one generator over the
+# groups of every dataset).
+SAMPLE_SEED = 42
+PER_GROUP = 35
+ORIGINAL_BABILONG_LENGTHS = ("0k", "1k", "2k", "4k", "8k")  # the BABILong lengths ReadBench uses
+LONGBENCH_BINS = (512, 1024, 2048, 4096, 8192)  # word-count bins; shorter and longer dropped
+
+
+def longbench_bin(words: int) -> Optional[str]:
+    """``"1024-2048"`` for 1500 words; None outside 512..8191."""
+    for low, high in zip(LONGBENCH_BINS, LONGBENCH_BINS[1:]):
+        if low <= words < high:
+            return f"{low}-{high}"
+    return None
+
+
+def sample_per_group(items: Iterable[Any], key, k: int = PER_GROUP, seed: int = SAMPLE_SEED) -> list[Any]:
+    """``k`` items per group (sorted group names), each drawn with a fresh ``random.Random(seed)``.
+
+    Within a group the draw keeps the sample's order of ``random.sample`` (the original's); a
+    group smaller than ``k`` is taken whole, in source order.
+    """
+    groups: dict[str, list[Any]] = defaultdict(list)
+    for item in items:
+        groups[key(item)].append(item)
+    out = []
+    for name in sorted(groups):
+        members = groups[name]
+        out.extend(random.Random(seed).sample(members, k) if len(members) > k else members)
+    return out
+
+
+# ReadBench's downsampler.py (standard split): the groups of every dataset, keyed as it keys them,
+# are drawn in sorted key order from ONE ``random.Random(42)``; LongBench bins outside 512..8191 and
+# BABILong above 8k are filtered out first, multifieldqa_en_e is dropped only after its draws.
+OFFICIAL_LONGBENCH_SUBSETS = ("2wikimqa_e", "hotpotqa_e", "multifieldqa_en_e", "narrativeqa", "passage_count_e",
+                              "triviaqa_e")
+LAST = "\uffff"  # sorts after every group name: (family, LAST) bounds a whole family's keys
+
+
+def official_draw(group_sizes: dict[tuple, int], cap: int = PER_GROUP, seed: int = SAMPLE_SEED) -> dict[tuple, list[int]]:
+    """Positions chosen in each group as downsampler.py chooses them.
+
+    One generator for all groups, visited in sorted key order; a group of at most ``cap`` is taken
+    whole without a draw, GPQA always whole; otherwise ``sample(group, cap)``, whose choice depends on
+    the group's length only, so sampling the positions gives the same members in the same order.
+    """
+    rng = random.Random(seed)
+    picks = {}
+    for key in sorted(group_sizes):
+        size = group_sizes[key]
+        whole = key[0] == "gpqa" or size <= cap
+        picks[key] = list(range(size)) if whole else rng.sample(range(size), cap)
+    return picks
+
+
+class OfficialDraw:
+    """downsampler.py's draw for one config: every group it draws before this config's own must be
+    counted, since they all share its one generator.
+
+    ``root_of(key)`` is a source's local folder (None: the Hub); ``config`` names the config in
+    errors. Counting reads report into a throwaway report: their bad lines are the other configs'
+    to report.
+    """
+
+    def __init__(self, root_of: Callable[[str], Optional[Path]], config: str, seed: int = SAMPLE_SEED) -> None:
+        self.root_of, self.config, self.seed = root_of, config, seed
+
+    def select(self, records: Iterable[Any], group_of, family: str, upto: tuple) -> list[Any]:
+        """The records downsampler.py keeps, groups in sorted order, members in the draw's order.
+
+        ``group_of(record)`` is the record's group key without the family; ``upto`` the last key of
+        this config's groups (``(family, LAST)`` for a whole family).
+        """
+        groups: dict[tuple, list[Any]] = defaultdict(list)
+        for record in records:
+            groups[(family, *group_of(record))].append(record)
+        unit = upto[:-1] if upto[-1] == LAST else upto  # the source read here: its groups are held
+        held = {key: len(members) for key, members in groups.items()}
+        picks = official_draw(dict(self.groups(upto, unit, held)), seed=self.seed)
+        chosen = []
+        for key in sorted(groups):
+            chosen.extend(groups[key][i] for i in picks[key])
+        return chosen
+
+    def groups(self, upto: tuple, unit: tuple = (), held: Optional[dict[tuple, int]] = None
+               ) -> Iterator[tuple[tuple, int]]:
+        """(key, size) of downsampler.py's groups in sorted key order, read until ``upto`` is passed.
+
+        Its keys: (babilong, length, task), (gpqa, ...) never drawn, (longbench, subset, bin),
+        (mmlu_pro, category), (mmlu_redux, subject). Sources are read lazily, a family at a time.
+        The groups of ``unit`` (the source this config reads: ``(family,)``, ``("babilong", length,
+        task)`` or ``("longbench", subset)``) are not read again: their sizes are ``held``.
+        """
+        held = held or {}
+        families = {"babilong": self._babilong_group_sizes, "longbench": self._longbench_group_sizes,
+                    "mmlu_pro": lambda upto, unit, held: self._mc_group_sizes("mmlu_pro", unit, held),
+                    "mmlu_redux": lambda upto, unit, held: self._mc_group_sizes("mmlu_redux", unit, held)}
+        for family in sorted(families):
+            if (family,) > upto:
+                return
+            for key, size in families[family](upto, unit, held):
+                if key > upto:
+                    return
+                yield key, size
+
+    def _needed(self, reader, what: str):
+        try:
+            return reader()
+        except FileNotFoundError as err:
+            raise FileNotFoundError(f"{self.config}: selection=official needs the size of every group "
+                                    f"downsampler.py draws before this one, {what} included: {err}") from err
+
+    def _babilong_group_sizes(self, upto: tuple, unit: tuple, held: dict[tuple, int]) -> Iterator[tuple[tuple, int]]:
+        for length, task in sorted((length, task) for length in ORIGINAL_BABILONG_LENGTHS for task in BABILONG_TASKS):
+            key = ("babilong", length, task)
+            if key > upto:  # checked before reading: later files are not needed
+                return
+            if key == unit:
+                size = held.get(key, 0)
+            else:
+                size = self._needed(lambda: sum(1 for _ in read_babilong(self.root_of("babilong"), BuildReport(),
+                                                                         task, length)), f"babilong {task}/{length}")
+            yield key, size
+
+    def _longbench_group_sizes(self, upto: tuple, unit: tuple, held: dict[tuple, int]) -> Iterator[tuple[tuple, int]]:
+        for subset in sorted(OFFICIAL_LONGBENCH_SUBSETS):
+            if ("longbench", subset) > upto:
+                return
+            if ("longbench", subset) == unit:
+                bins = {key[2]: size for key, size in held.items() if key[:2] == unit}
+            else:
+                bins = self._needed(lambda: Counter(longbench_bin(r.length) for r in read_longbench(
+                    self.root_of("longbench"), BuildReport(), subset)), f"LongBench {subset}")
+            for label in sorted(b for b in bins if b is not None):
+                yield ("longbench", subset, label), bins[label]
+
+    def _mc_group_sizes(self, key: str, unit: tuple, held: dict[tuple, int]) -> Iterator[tuple[tuple, int]]:
+        reader = read_mmlu_pro if key == "mmlu_pro" else read_mmlu_redux
+        if unit == (key,):
+            counts = {group[1]: size for group, size in held.items() if group[0] == key}
+        else:
+            counts = self._needed(lambda: Counter(r.category for r in reader(self.root_of(key), BuildReport())), key)
+        missing = sorted(set(MMLU_SUBJECTS) - set(counts)) if key == "mmlu_redux" else []
+        if missing:  # a subject absent from a local copy would silently shift every later draw
+            raise FileNotFoundError(f"{self.config}: selection=official needs every MMLU-Redux subject "
+                                    f"downsampler.py draws; missing: {', '.join(missing[:5])}"
+                                    f"{' ...' if len(missing) > 5 else ''} ({len(missing)})")
+        for category in sorted(counts):
+            yield (key, category), counts[category]

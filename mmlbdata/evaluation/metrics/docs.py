@@ -17,6 +17,7 @@ from .common import golds, meta_of, official_result
 from .registry import Metric, ScoreResult, mean, register
 from .. import parse
 from ..prompts import load_prompt
+from ...sources.docqa import SHORT_FORMAT
 
 NOT_ANSWERABLE = "Not answerable"
 FAILED = "Failed to extract"
@@ -61,7 +62,7 @@ def is_float_equal(reference: float, prediction: float) -> bool:
 def eval_score(gold, pred, answer_format: str, original_bugs: bool = False) -> float:
     """MMLongBench-Doc's per-question score for an extracted answer."""
     clean = lambda s: clean_string(s, original_bugs)  # noqa: E731
-    fmt = {"Integer": "Int", "String": "Str"}.get(answer_format, answer_format)
+    fmt = SHORT_FORMAT.get(answer_format, answer_format)
     if fmt == "Int":
         try:
             return float(int(gold) == int(float(str(pred).strip())))
@@ -153,7 +154,7 @@ class MMLongBenchDoc(_ExtractedDocMetric):
         gold = golds(example)[0] if golds(example) else ""
         fmt = meta_of(example).get("answer_format", "Str")
         if self.official:
-            kind = {"Integer": "Int", "String": "Str"}.get(fmt, fmt)
+            kind = SHORT_FORMAT.get(fmt, fmt)
             if pred == FAILED:
                 return ScoreResult(0.0, pred, {"answer_format": fmt})
             return official_result(lambda: off.mmlongbench_doc(gold, pred, kind), pred, answer_format=fmt)
@@ -220,7 +221,7 @@ class LongDocURL(_ExtractedDocMetric):
             gold_list = parse.as_list(gold[0]) if len(gold) == 1 else gold
             score = greedy_list_score(gold_list, parse.as_list(pred), bugs)
         elif self.official:
-            kind = {"Integer": "Int", "String": "Str"}.get(fmt, fmt)
+            kind = SHORT_FORMAT.get(fmt, fmt)
             return official_result(lambda: off.mmlongbench_doc(gold[0] if gold else "", pred, kind), pred,
                                    answer_format=fmt)
         else:

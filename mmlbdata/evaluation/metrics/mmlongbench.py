@@ -16,6 +16,7 @@ from . import official as off
 from .common import best_of, golds, meta_of, official_result
 from .registry import Metric, ScoreResult, register
 from .. import parse
+from ...sources.docqa import LONG_FORMAT
 
 
 class MMLongBenchMetric(Metric):
@@ -201,9 +202,6 @@ def count_gold(text: str) -> list[int]:
 
 # --- docqa ------------------------------------------------------------------------------------
 
-_FORMATS = {"Int": "Integer", "Integer": "Integer", "Float": "Float", "Str": "String",
-            "String": "String", "None": "None", "List": "List"}
-
 #: the cleaning and exact-match rules are MMLongBench's own in both parities (no bug to fix)
 docqa_clean = off.docqa_clean
 needs_exact_match = off.docqa_needs_em
@@ -225,7 +223,7 @@ def _float_equal(gold: float, pred: float) -> bool:
 
 def docqa_score(gold, pred: str, answer_format: str) -> float:
     """MMLongBench's DocQA rule set for one gold answer of the given format."""
-    fmt = _FORMATS.get(str(answer_format), "String")
+    fmt = LONG_FORMAT.get(str(answer_format), "String")
     if fmt == "Integer":
         try:
             value = float(docqa_clean(gold))
@@ -280,7 +278,7 @@ class DocQA(MMLongBenchMetric):
         fmt = meta_of(example).get("answer_format", "String")
         answers = golds(example) or [""]
         if self.official:
-            kind = _FORMATS.get(str(fmt), str(fmt))
+            kind = LONG_FORMAT.get(str(fmt), str(fmt))
             gold = meta_of(example).get("answer_json", answers[0]) if kind == "List" else answers[0]
             return official_result(lambda: off.docqa(text, gold, kind, self.system_template, self.first_line),
                                    off.mmlb_parse_output(text, self.system_template, self.first_line))
@@ -358,7 +356,7 @@ def judge_case(text: str, example: dict, prefix: str, first_line: bool) -> dict:
     release JSON where the row kept it), ``text`` parsed after ``prefix`` (in parity mode the
     runner's text, so the judge reads what ``load_doc_qa_with_llm_judge`` sends it), and the
     List branch."""
-    fmt = _FORMATS.get(str(meta_of(example).get("answer_format", "String")), "String")
+    fmt = LONG_FORMAT.get(str(meta_of(example).get("answer_format", "String")), "String")
     answers = golds(example) or [""]
     is_list = fmt == "List"
     reference = meta_of(example).get("answer_json", answers[0]) if is_list else answers[0]

@@ -4,6 +4,10 @@ lm-evaluation-harness style: ``@register("name")`` on a :class:`Metric` subclass
 scores one prediction against one example (``score``), may batch (``score_many``, used by the
 judge-backed metrics for concurrency) and turns per-example results into aggregates
 (``aggregate``; the default is the mean score, some benchmarks need corpus-level formulas).
+
+This module imports no metric family (they import it): the package ``__init__`` imports
+:mod:`.families` right after it, so the table is complete before any lookup (this module can only
+be imported through that package).
 """
 from __future__ import annotations
 
@@ -87,13 +91,8 @@ def register(name: str) -> Callable[[type[Metric]], type[Metric]]:
     return wrap
 
 
-def _load_all() -> None:
-    """Import every family module so their decorators run (cheap: no heavy imports)."""
-    from . import docs, lvb, mmlongbench, mmneedle, readbench, summ  # noqa: F401
-
-
 def get_metric(name: str, **options: Any) -> Metric:
-    _load_all()
+    """The metric registered as ``name``, built with ``options``."""
     try:
         cls = _REGISTRY[name]
     except KeyError:
@@ -102,7 +101,6 @@ def get_metric(name: str, **options: Any) -> Metric:
 
 
 def metric_names() -> list[str]:
-    _load_all()
     return sorted(_REGISTRY)
 
 
