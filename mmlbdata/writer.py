@@ -418,7 +418,8 @@ class FilesConfigWriter:
         self.image_columns = [name for name, feat in features.items() if _is_image_list(feat)]
         resolve_inside(self.out_dir, f"{IMAGES_DIR}/{image_group}", what="image group")  # a plain name
         self.image_prefix = f"{IMAGES_DIR}/{image_group}"
-        self.schema = metadata_schema(features, self.image_columns)
+        # the loaded features ride in the schema: the card and stats read them without a README
+        self.schema = metadata_schema(features, self.image_columns).with_metadata(_features_metadata(features))
         self.row_group_rows = row_group_rows
         self.stats = ConfigStats(config, layout="files")
         self.final = metadata_path(self.out_dir, config)
@@ -429,7 +430,6 @@ class FilesConfigWriter:
         self._started = time.perf_counter()
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self._writer = pq.ParquetWriter(self.partial, self.schema, compression="zstd", write_statistics=False)
-        self._writer.add_key_value_metadata(_features_metadata(features))
 
     def write(self, row: dict[str, Any]) -> None:
         stored = {k: v for k, v in row.items() if k not in self.image_columns}
