@@ -15,9 +15,11 @@ Two layouts; ``files`` is the default (ARCHITECTURE.md has the figures that chos
 (imagefolder) reads the metadata rows and turns the ``images_file_names`` column into the
 ``images`` list of ``Image()``, decoded on access, in memory and streaming. An image used by six
 depths, five lengths and two configs is one file; the Arrow cache of an in-memory load holds
-paths, not bytes. Image files are content-addressed, so writing one twice is harmless; the
-metadata file is written under a hidden name and renamed last: a config is complete exactly when
-its ``<config>.metadata.parquet`` exists.
+paths, not bytes. Image files are content-addressed, so two builds placing one are harmless; the
+metadata file is renamed into place last: a config is complete exactly when
+its ``<config>.metadata.parquet`` exists. New images and the metadata are written under
+``.<config>.partial/`` and moved into place at the end (images first), so a failed build leaves
+neither.
 
 **embedded** (:class:`ConfigWriter`): the rows carry the image bytes, in parquet shards. Kept for
 small self-contained configs (one file per config, no image tree). Its shards are:
@@ -423,12 +425,16 @@ class FilesConfigWriter:
         self.row_group_rows = row_group_rows
         self.stats = ConfigStats(config, layout="files")
         self.final = metadata_path(self.out_dir, config)
-        self.partial = self.final.with_name(f".{self.final.name}.partial")
+        self.staging = self.out_dir / f".{config}.partial"  # new images + metadata until close
+        self.partial = self.staging / self.final.name
         self._rows: list[dict] = []
         self._placed: dict[str, tuple[str, int]] = {}  # source path -> (relative path, bytes)
+        self._staged: list[str] = []  # relative paths of new images waiting in staging
         self._unique: set[str] = set()
         self._started = time.perf_counter()
-        self.out_dir.mkdir(parents=True, exist_ok=True)
+        if self.staging.exists():  # left by a crashed build of this config (the caller holds its lock)
+            shutil.rmtree(self.staging)
+        self.staging.mkdir(parents=True)
         self._writer = pq.ParquetWriter(self.partial, self.schema, compression="zstd", write_statistics=False)
 
     def write(self, row: dict[str, Any]) -> None:
@@ -458,10 +464,15 @@ class FilesConfigWriter:
             digest = file_sha256(ref.path)
             relative = f"{self.image_prefix}/{digest[:2]}/{digest}.{image_file_extension(ref.path)}"
             target = self.out_dir / relative
-            if not target.exists():
-                _copy_atomic(ref.path, target)
-                self.stats.images_written += 1
-            placed = self._placed[ref.path] = (relative, target.stat().st_size)
+            if target.exists():  # placed by an earlier build (or another config): complete
+                size = target.stat().st_size
+            else:  # staged, moved into place at close: an aborted build leaves no image behind
+                staged = self.staging / relative
+                staged.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(ref.path, staged)
+                size = staged.stat().st_size
+                self._staged.append(relative)
+            placed = self._placed[ref.path] = (relative, size)
         return placed
 
     def _flush(self) -> None:
@@ -472,12 +483,12 @@ class FilesConfigWriter:
             self._rows = []
 
     def abort(self) -> None:
-        """Drop the partial metadata (image files already placed are content-addressed: harmless)."""
+        """Drop the staging folder (new images and partial metadata); the previous build stays."""
         try:
             self._writer.close()
-        except OSError:
+        except OSError:  # e.g. the disk is still full: the folder goes anyway
             pass
-        self.partial.unlink(missing_ok=True)
+        shutil.rmtree(self.staging, ignore_errors=True)
 
     def close(self) -> ConfigStats:
         """Finish the metadata file and rename it into place: from now on the config exists."""
@@ -492,7 +503,13 @@ class FilesConfigWriter:
         self.stats.num_bytes = self.stats.metadata_bytes + self.stats.image_bytes_unique
         self.stats.num_shards = 1
         self.stats.seconds = round(time.perf_counter() - self._started, 3)
+        for relative in self._staged:  # images first: a listed config never lacks one
+            target = self.out_dir / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(self.staging / relative, target)  # same bytes if another build placed it meanwhile
+        self.stats.images_written = len(self._staged)
         os.replace(self.partial, self.final)
+        shutil.rmtree(self.staging, ignore_errors=True)
         shutil.rmtree(config_data_dir(self.out_dir, self.config), ignore_errors=True)  # an older embedded build
         remove_if_empty(self.out_dir / "data")
         return self.stats
@@ -522,23 +539,6 @@ def image_file_extension(path: str) -> str:
         return "gif"
     return "png"
 
-
-def _copy_atomic(source: str, target: Path) -> None:
-    """Copy ``source`` to ``target`` through a hidden temporary name (concurrent builds of two
-    configs may place the same image: both write the same bytes, the rename is atomic)."""
-    import tempfile
-
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-    os.close(fd)
-    try:
-        shutil.copyfile(source, tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def remove_if_empty(folder: Path) -> None:

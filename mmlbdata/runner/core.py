@@ -82,7 +82,9 @@ def iter_examples(data_dir: str | Path, config: str) -> Iterator[dict]:
 
     ds = datasets.load_dataset(str(data_dir), config, split="test", streaming=True)
     if "images" in (ds.column_names or list(ds.features or [])):
-        ds = ds.cast_column("images", datasets.List(datasets.Image(decode=False)))
+        # decode(False), not cast_column: streaming from the Hub, load_dataset adds a threaded
+        # decoding step that a cast does not undo (the rows would hold PIL images)
+        ds = ds.decode(False)
     for row in ds:
         yield row
 
