@@ -14,8 +14,10 @@
    the rows: flat means the reader holds a bounded window); ``stream``: ``streaming=True`` from the
    folder, every image's bytes fetched (decode=False: the decoding is the model's cost, the same
    in both layouts); ``hub``: the same from a loopback Hub endpoint (``HF_ENDPOINT``, the server of
-   tests/loopback_hub.py); ``idioms``: ``cast_column(decode=False)``, ``map``, ``filter``,
-   ``select``, ``to_pandas()`` of the non-image columns.
+   tests/loopback_hub.py); ``idioms``: ``cast_column(decode=False)`` and ``map`` on it, ``map`` and
+   ``filter`` on decoded images with ``writer_batch_size=4`` (datasets buffers that many rows of
+   pixels: its default 1,000 would hold ~60 GB at 128K in either layout), ``select``,
+   ``to_pandas()`` of the non-image columns; each with the process's peak RSS so far.
 4. The whole MMLongBench (16 datasets x 5 lengths, examples and images per example from
    mmlbdata/paper_stats.yaml) extrapolated from the measured bytes per image and per row.
 """
@@ -153,16 +155,20 @@ def child(mode: str, source: str, config: str) -> dict:
     if mode == "idioms":
         ds = datasets.load_dataset(source, config, split="test")
         done = {}
+        raw = ds.cast_column("images", datasets.List(datasets.Image(decode=False)))
+        # map/filter on *decoded* images buffer writer_batch_size rows of pixels (datasets' default
+        # 1,000: ~300 MB a 128K row), whatever the layout: bounded here as README advises
         for name, step in (
-            ("cast", lambda: ds.cast_column("images", datasets.List(datasets.Image(decode=False)))[0]),
-            ("map", lambda: ds.map(lambda r: {"n": len(r["images"])})["n"]),
-            ("filter", lambda: ds.filter(lambda r: len(r["images"]) > 0).num_rows),
+            ("cast", lambda: raw[0]),
+            ("map", lambda: raw.map(lambda r: {"n": len(r["images"])})["n"]),
+            ("map_decoded", lambda: ds.map(lambda r: {"w": r["images"][0].width}, writer_batch_size=4)["w"]),
+            ("filter", lambda: ds.filter(lambda r: len(r["images"]) > 0, batch_size=4, writer_batch_size=4).num_rows),
             ("select", lambda: ds.select(range(0, len(ds), 7))[0]["id"]),
             ("to_pandas", lambda: ds.remove_columns("images").to_pandas().shape),
         ):
             try:
                 step()
-                done[name] = "ok"
+                done[name] = f"ok({_peak_mb() / 1024:.1f}G)"
             except Exception as err:  # noqa: BLE001 - the table says which idiom failed and why
                 done[name] = f"{type(err).__name__}"
         return {"idioms": done, "seconds": time.perf_counter() - started, "peak_mb": _peak_mb()}
@@ -183,14 +189,17 @@ def repo_files(folder: Path) -> dict[str, bytes]:
 
 
 # -- 4. extrapolation -------------------------------------------------------------------------------
-def extrapolate(per_image: float, meta_row: dict, embedded_per_slot: float, reuse: float) -> list[dict]:
+def extrapolate(per_image: float, meta_row: dict, embedded_copies: float, reuse: float) -> list[dict]:
     """Bytes of the whole MMLongBench in each layout from the measured unit sizes.
 
-    files: distinct images (a dataset's shorter lengths draw their images from its 128K haystacks,
-    as VH's seeded pools do: lower bound; none shared across lengths: upper bound), each slot
-    divided by ``reuse`` (slots per distinct image within a config, measured on VH: its six
-    depths share a haystack; applied to VH only) + metadata per row by length. embedded: every
-    slot at the measured on-disk bytes per slot.
+    ``files``: each distinct image once. A dataset's shorter lengths draw their images from the
+    pools its 128K examples draw from (VH's seeded pools: 8K's distractors are a prefix of 128K's),
+    so distinct images ~ the 128K slots (low) and at most every slot of every length (high); VH
+    slots are divided by ``reuse`` (its six depths share one haystack, measured). Plus metadata
+    per row, interpolated by length. ``embedded``: every slot stored, VH's divided by
+    ``reuse / embedded_copies`` (the measured copies per distinct image, one per row group).
+    Examples that share a pool (ICL demonstrations, pages of one document) make both smaller;
+    the paper gives no pool sizes, so neither figure counts that sharing.
     """
     import yaml
 
@@ -200,14 +209,15 @@ def extrapolate(per_image: float, meta_row: dict, embedded_per_slot: float, reus
     rows = []
     for dataset in bench["datasets"]:
         examples = dataset["examples"] or niah[dataset["name"].split("-")[2].split()[0]] / 2
-        share = reuse if dataset["name"].startswith("VH") else 1.0
+        vh = dataset["name"].startswith("VH")
+        share = reuse if vh else 1.0
         slots = [examples * n for n in dataset["images"]]
         meta = sum(examples * (meta_row[8192] + (meta_row[131072] - meta_row[8192]) * (L - 8192) / (131072 - 8192))
                    for L in LENGTHS)
         rows.append({"dataset": dataset["name"], "slots": sum(slots),
                      "files_low": slots[-1] / share * per_image + meta,
                      "files_high": sum(slots) / share * per_image + meta,
-                     "embedded": sum(slots) * embedded_per_slot})
+                     "embedded": sum(slots) / share * (embedded_copies if vh else 1.0) * per_image + meta})
     return rows
 
 
@@ -301,11 +311,12 @@ def main() -> None:
     per_image = union / max(1, len(list((work / "files" / "images").rglob("*.jpg"))))
     meta_row = {L: s.metadata_bytes / s.num_rows for L, s in fil.items()}
     reuse = sum(s.num_images for s in fil.values()) / sum(s.num_unique_images for s in fil.values())
-    per_slot = sum(s.num_bytes for s in emb) / sum(s.num_images for s in emb)
-    rows = extrapolate(per_image, meta_row, per_slot, reuse)
-    print(f"\nWhole MMLongBench, extrapolated ({per_image / 1e3:.0f} KB per image, metadata "
+    copies = sum(s.num_bytes for s in emb) / sum(s.image_bytes_unique for s in emb)
+    rows = extrapolate(per_image, meta_row, copies, reuse)
+    print(f"\nWhole MMLongBench, extrapolated ({per_image / 1e3:.0f} KB per image as measured here, metadata "
           f"{meta_row[8192] / 1e3:.1f}-{meta_row[131072] / 1e3:.1f} KB per row, VH slots per distinct image "
-          f"{reuse:.1f}, embedded {per_slot / 1e3:.1f} KB on disk per slot):")
+          f"{reuse:.1f}, embedded VH copies per distinct image {copies:.1f}; pools shared across examples "
+          f"not counted, see extrapolate()):")
     total = {k: sum(r[k] for r in rows) for k in ("slots", "files_low", "files_high", "embedded")}
     shown = [{"dataset": r["dataset"], "slots": f"{r['slots']:,.0f}", "files_GB": f"{gb(r['files_low'])}-{gb(r['files_high'])}",
               "embedded_GB": gb(r["embedded"])} for r in rows]

@@ -53,7 +53,10 @@ class LoopbackHub:
             def do_POST(self):  # paths-info (what `datasets` asks through HfFileSystem.info)
                 hub._handle(self, body=True)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 128  # socketserver's 5 drops the SYNs of parallel readers (1 s retries)
+
+        self._httpd = Server(("127.0.0.1", 0), Handler)
         threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True).start()
         return self
 

@@ -85,8 +85,9 @@ def iter_examples(data_dir: str | Path, config: str) -> Iterator[dict]:
         # decode(False), not cast_column: streaming from the Hub, load_dataset adds a threaded
         # decoding step that a cast does not undo (the rows would hold PIL images)
         ds = ds.decode(False)
-    for row in ds:
-        yield row
+    from ..prefetch import with_image_bytes  # files layout: each image a file (a request on the Hub)
+
+    yield from with_image_bytes(ds)
 
 
 def make_request(row: dict, config: str, max_images: int | None, max_new_tokens: int | None,
