@@ -298,12 +298,12 @@ def _family_info(family: str) -> dict[str, str]:
 
 def card_context(folder: os.PathLike, configs: Optional[list[str]] = None) -> dict[str, Any]:
     """Everything a template can use, from the manifests and the parquet files."""
-    from .stats import config_distribution, configs_in
+    from .stats import config_distribution, configs_in, stored_bytes
 
     folder = Path(folder)
     names = configs or configs_in(folder)
     if not names:
-        raise FileNotFoundError(f"no built config under {folder}/data")
+        raise FileNotFoundError(f"no built config under {folder}")
     rows, dists = [], []
     for name in names:
         dist = config_distribution(folder, name)
@@ -340,7 +340,7 @@ def card_context(folder: os.PathLike, configs: Optional[list[str]] = None) -> di
         "configs": rows, "datasets": list(datasets.values()), "dists": dists,
         "families": [_family_info(f) for f in family_names], "family_names": family_names,
         "total_rows": total_rows, "total_images": sum(r["stats"]["images"] for r in rows),
-        "total_bytes": human_bytes(sum(r["stats"]["bytes"] for r in rows)),
+        "total_bytes": human_bytes(stored_bytes(folder, [r["name"] for r in rows])),
         "metrics": sorted({r["metric"] for r in rows if r["metric"]}),
         "notes": sorted({n for r in rows for n in r["notes"]}),
         "demo_configs": [r["name"] for r in rows if r["demo"]],

@@ -112,6 +112,18 @@ def config_distribution(folder: Path, config: str) -> Distribution:
     return dist
 
 
+def stored_bytes(folder: Path, configs: list[str]) -> int:
+    """Bytes on disk of ``configs`` together: their parquet files, and each image they use once
+    (a config's own size counts the images it shares with others)."""
+    total, images = 0, set()
+    for config in configs:
+        for path in shard_files(folder, config):
+            total += path.stat().st_size
+            if is_files_layout(path):
+                images.update(image_paths(path))
+    return total + sum(_size_or_zero(Path(folder) / name) for name in images)
+
+
 def _size_or_zero(path: Path) -> int:
     try:
         return path.stat().st_size

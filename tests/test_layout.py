@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+from pathlib import Path
 
 import datasets
 import numpy as np
@@ -129,3 +130,48 @@ def test_resume_keeps_a_complete_files_config_only(tmp_path, damage):
     kept = completed_stats(out, "toy_8k", requested)
     assert (kept is not None) == (damage == "none")
     assert completed_stats(out, "toy_8k", requested, "embedded") is None  # another layout asked: rebuild
+
+
+HUB_READ = """
+import json, sys
+import datasets
+from mmlbdata.runner.core import iter_examples
+datasets.disable_progress_bars()
+repo, config = sys.argv[1], sys.argv[2]
+out = {}
+for streaming in (False, True):
+    ds = datasets.load_dataset(repo, config, split="test", streaming=streaming)
+    out[str(streaming)] = [[im.convert("RGB").tobytes().hex()[:64] + str(im.size) for im in row["images"]] for row in ds]
+out["run"] = [[len(im["bytes"]) for im in row["images"]] for row in iter_examples(repo, config)]
+print(json.dumps(out))
+"""
+
+
+def test_a_pushed_repo_loads_from_a_hub_endpoint_like_the_folder(tmp_path):
+    """Push (FolderUploader) then serve the repo on a loopback Hub: in memory, streaming and
+    `mmlb run`'s reader give the folder's rows, image for image."""
+    import json
+    import subprocess
+    import sys
+
+    from loopback_hub import LoopbackHub
+    from mmlbdata.hub import FolderUploader, push_folder
+
+    refs = _images(ImageStore(tmp_path / "store"), 5)
+    _build(tmp_path / "files", "files", refs)
+    hub = FolderUploader(tmp_path / "hub")
+    push_folder(tmp_path / "files", "org/toy", uploader=hub, card=True)
+    repo = hub.repo_dir("org/toy")
+    pushed = {p.relative_to(repo).as_posix(): p.read_bytes() for p in sorted(repo.rglob("*")) if p.is_file()}
+    assert sum(name.startswith("images/") for name in pushed) == 5
+    with LoopbackHub(repos={"org/toy": pushed}) as server:
+        env = {**os.environ, "HF_ENDPOINT": server.endpoint, "HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0",
+               "HF_HOME": str(tmp_path / "hf"), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+        done = subprocess.run([sys.executable, "-c", HUB_READ, "org/toy", "toy_8k"], env=env,
+                              capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    local = datasets.load_dataset(str(tmp_path / "files"), "toy_8k", split="test")
+    want = [[im.convert("RGB").tobytes().hex()[:64] + str(im.size) for im in row["images"]] for row in local]
+    assert got["False"] == want and got["True"] == want
+    assert got["run"] == [[os.path.getsize(refs[i].path) for i in picks] for picks in A]

@@ -390,10 +390,11 @@ def test_resume_rebuilds_partial_stale_or_damaged_configs(tmp_path, coco_mini, t
     assert completed_stats(tmp_path / "o", "vh_single_8k",
                            build_parameters(entry, sources, limit=2)) is None
     (tmp_path / "o" / "vh_multi_8k.metadata.parquet").unlink()
-    (tmp_path / "o" / ".vh_multi_8k.metadata.parquet.partial").write_bytes(b"half")
+    (tmp_path / "o" / ".vh_multi_8k.partial").mkdir()
+    (tmp_path / "o" / ".vh_multi_8k.partial" / "vh_multi_8k.metadata.parquet").write_bytes(b"half")
     again = build_all(names + ["vh_single_16k"], {**sources}, tmp_path / "o", **{**kwargs, "limit": 1})
     assert [r.status for r in again] == ["kept", "built", "built"]
-    assert not (tmp_path / "o" / ".vh_multi_8k.metadata.parquet.partial").exists()
+    assert not (tmp_path / "o" / ".vh_multi_8k.partial").exists()
     missing = build_all(["vh_single_8k"], {}, tmp_path / "o", **kwargs)
     assert missing[0].status == "missing sources" and "coco" in missing[0].error
 
