@@ -119,6 +119,11 @@ def _rss_mb() -> float:
 
 
 def _peak_mb() -> float:
+    """This process's peak RSS (VmHWM: ru_maxrss would carry the parent's over fork + exec)."""
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
