@@ -1,12 +1,14 @@
 """Generated prediction/gold pairs for checking ``--parity official`` against the official scorers.
 
-    python -m benchmarks.parity_pairs [--n 2000] [--seed parity] --out pairs.jsonl
+    python -m benchmarks.parity_pairs [--n 2000] [--seed parity] [--protocol v1.1] --out pairs.jsonl
 
-Writes one JSON object per pair: the metric path, the prediction, the example as ``mmlb eval``
-shapes it (``answers``, ``meta``, ``question``, ``_row``), ``official`` (the arguments the
-benchmark's own function takes for the same pair: the gold in its official type, the answer
-format, the example's position for binary_acc's cycling default ...) and this library's result
-under ``parity="official"`` (``ours``: score, parsed answer, extra). Anyone with the official code
+Writes one JSON object per pair: the metric path, the protocol, the prediction, the example as
+``mmlb eval`` shapes it (``answers``, ``meta``, ``question``, ``_row``), ``official`` (the arguments
+the benchmark's own function takes for the same pair: the gold in its official type, the answer
+format, the example's position for binary_acc's cycling default, and for MMLongBench's metrics the
+loader's ``system_template``, which the official runners prepend to the prediction before
+``post_process``) and this library's result under ``parity="official"`` (``ours``: score, parsed
+answer, extra). Anyone with the official code
 checked out can score ``prediction`` + ``official`` with it and compare with ``ours``; the table
 this produced is in docs/evaluation.md. No official code is here: only the inputs.
 
@@ -28,6 +30,10 @@ from mmlbdata.seeding import rng as seeded_rng
 
 PREFIXES = ("", "", "", "Answer: ", "answer:", "ANSWER: ", "Answer: Answer: ", "The answer is ", "label: ",
             "Summary: ", "**Answer:** ", "Final answer: ", "Answer:\n", "answer is: ")
+#: text before the answer (a chain of thought), so the prefix that follows is mid-text: the official
+#: runners prepend the loader's own prefix, which then comes first (``official.runner_output``)
+LEADS = ("Let me think. ", "Looking at the images,\n", "The document says 5 and 7.\n", "I think it is A or B. ",
+         "Reasoning: see page 3.\n\n", "Because of the caption, ", "label: 2\n", "Summary of my reading: ")
 SUFFIXES = ("", "", "", ".", "\n", " ", "!", ")", "\nExplanation: the document says so.", " (see page 3)",
             "...", "]", "\n\nQuestion: next?")
 JUNK = ("", "", "[", "]", "{}", "é", "ß", "İ", "—", "\u200b", "１２", "٣", "🙂", "Ω", "(", "\n", "  ", "$", "%")
@@ -35,8 +41,10 @@ ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJK0123456789 ,.;:-[]()'\"\n\t$%£
 
 
 def wrap(core: str, rng: random.Random) -> str:
-    """``core`` with a random answer prefix, suffix and sometimes junk on either side."""
-    text = rng.choice(PREFIXES) + core + rng.choice(SUFFIXES)
+    """``core`` with a random answer prefix (a quarter of them after a lead-in, so mid-text), suffix
+    and sometimes junk on either side."""
+    lead = rng.choice(LEADS) if rng.random() < 0.25 else ""
+    text = lead + rng.choice(PREFIXES) + core + rng.choice(SUFFIXES)
     if rng.random() < 0.2:
         text = rng.choice(JUNK) + text + rng.choice(JUNK)
     if rng.random() < 0.05:
@@ -374,22 +382,28 @@ def _plain(value):
     return value
 
 
-def generate(seed: str = "parity", n: int = 2000, paths=None) -> Iterator[dict]:
-    """Every pair of every path (or of ``paths``), with this library's official-parity result."""
+def generate(seed: str = "parity", n: int = 2000, paths=None, protocol: str = "v1.1") -> Iterator[dict]:
+    """Every pair of every path (or of ``paths``), with this library's official-parity result under
+    MMLongBench's ``protocol``. For MMLongBench's metrics ``official`` also names the loader's
+    ``system_template``: the official side scores ``system_template + prediction``, as its runners
+    hand that text to ``post_process`` (eval.py L73-74)."""
     global SIZE
     SIZE = n
     for path in paths or PATHS:
         metric_name, pairs = PATHS[path]
-        metric = get_metric(metric_name, parity="official")
+        metric = get_metric(metric_name, parity="official", protocol=protocol)
+        template = getattr(metric, "system_template", None)
         for index, (prediction, example, official) in enumerate(pairs(seeded_rng("parity_pairs", seed, path))):
             example = {"id": f"{path}-{index}", **example}
             if "meta" in example:
                 example["meta"] = json.dumps(example["meta"])
+            if template is not None:
+                official = {**official, "system_template": template}
             replies = example.pop("_judge", None)
             if replies is not None:  # judge-backed: a fresh metric answered by the canned replies
-                metric = get_metric(metric_name, parity="official", judge=CannedJudge(replies))
+                metric = get_metric(metric_name, parity="official", protocol=protocol, judge=CannedJudge(replies))
             result = metric.score(prediction, example)
-            yield {"path": path, "metric": metric_name, "index": index, "prediction": prediction,
+            yield {"path": path, "metric": metric_name, "index": index, "protocol": protocol, "prediction": prediction,
                    "example": example, "official": official,
                    "ours": {"score": result.score, "parsed": result.parsed, "extra": _plain(result.extra)}}
 
@@ -400,12 +414,14 @@ def main(argv=None) -> int:
     parser.add_argument("--n", type=int, default=2000, help="pairs per metric path (default 2000)")
     parser.add_argument("--seed", default="parity", help="generator seed (default 'parity')")
     parser.add_argument("--path", action="append", choices=sorted(PATHS), help="only these metric paths")
+    parser.add_argument("--protocol", default="v1.1", choices=("v1.1", "v1.0"),
+                        help="MMLongBench protocol of the official side (default v1.1: utils.py @22b9f27)")
     parser.add_argument("--out", default="-", help="JSONL file to write ('-': stdout)")
     args = parser.parse_args(argv)
     out = sys.stdout if args.out == "-" else open(args.out, "w", encoding="utf-8")
     try:
         count = 0
-        for record in generate(args.seed, args.n, args.path):
+        for record in generate(args.seed, args.n, args.path, args.protocol):
             out.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
             count += 1
     finally:

@@ -17,13 +17,19 @@ from typing import Any, Iterator, Mapping, Optional, Sequence
 import datasets
 
 from mmlbdata import __version__
-from mmlbdata.lengths import LENGTH_KEYS, length_tokens
+from mmlbdata.lengths import EXTENDED_LENGTH_KEYS, LENGTH_KEYS, LENGTHS, length_tokens
 from mmlbdata.paths import resolve_inside
 from mmlbdata.report import BuildReport
 from mmlbdata.schema import FEATURES, make_example
+from mmlbdata import protocol as protocols
 from mmlbdata.sources import mmlb_release as release
+from mmlbdata.sources import mmlb_release_tsv as release_tsv
 from mmlbdata.store import BadImageError, ImageStore
 from mmlbdata.tokens import TokenCounter, default_counter
+
+
+#: MMLongBench's families: the five lengths and the extended release's 256K / 512K
+MMLONGBENCH_LENGTH_KEYS: tuple[str, ...] = LENGTH_KEYS + EXTENDED_LENGTH_KEYS
 
 
 class MissingSourceError(ValueError):
@@ -60,11 +66,22 @@ class MMLBConfig(datasets.BuilderConfig):
         spec = release.RELEASE_FILES.get(self.dataset)
         return spec if spec is not None and self.length else None
 
+    @property
+    def in_release_tsv(self) -> bool:
+        """Whether MMLongBench's VLMEvalKit TSVs (32K, 128K, 256K, 512K) hold this config."""
+        return self.dataset in release_tsv.TSV_DATASETS and self.length in release_tsv.TSV_LENGTHS
+
     def source_keys(self, given: Mapping[str, Any]) -> tuple[str, ...]:
         """The source keys a build reads: the official release alone when it is given and holds
-        this config, else the recipe's own sources."""
+        this config (the JSON-lines files first, the VLMEvalKit TSVs for the lengths beyond them),
+        else the recipe's own sources."""
+        tsv = self.in_release_tsv and release_tsv.SOURCE_KEY in given
+        if tsv and self.length not in LENGTHS.values():
+            return (release_tsv.SOURCE_KEY,)
         if self.release_file is not None and release.SOURCE_KEY in given:
             return (release.SOURCE_KEY,)
+        if tsv:
+            return (release_tsv.SOURCE_KEY,)
         if self.release_key is not None and self.release_key in given:
             return (self.release_key,)
         return self.sources
@@ -78,6 +95,9 @@ class MMLBConfig(datasets.BuilderConfig):
             except ValueError:  # an ablation: built by name, with --option release_file
                 return [f"{release.SOURCE_KEY} file (build {self.name} by name with --option release_file=...)"]
             return [] if path.is_file() else [f"{release.SOURCE_KEY} file {path}"]
+        if keys == (release_tsv.SOURCE_KEY,):
+            path = release_tsv.tsv_path(Path(given[release_tsv.SOURCE_KEY]), self.length)
+            return [] if path.is_file() else [f"{release_tsv.SOURCE_KEY} file {path}"]
         return [k for k in keys if k not in given]
 
 
@@ -141,6 +161,8 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
         if any(config.release_file is not None for config in cls.BUILDER_CONFIGS):
             cls.SOURCES = {**cls.SOURCES, release.SOURCE_KEY: release.LAYOUT}
             cls.BUILDER_CONFIGS = list(cls.BUILDER_CONFIGS) + release_only_configs(cls.BUILDER_CONFIGS)
+        if any(config.in_release_tsv for config in cls.BUILDER_CONFIGS):
+            cls.SOURCES = {**cls.SOURCES, release_tsv.SOURCE_KEY: release_tsv.LAYOUT}
 
     def __init__(
         self,
@@ -171,6 +193,8 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
         if self.config.source_keys(self.sources) == (release.SOURCE_KEY,):
             # every family's rows come from the official release instead of its recipe
             self.generate = self.generate_from_mmlb_release
+        elif self.config.source_keys(self.sources) == (release_tsv.SOURCE_KEY,):
+            self.generate = self.generate_from_release_tsv
 
     # -- what subclasses use -------------------------------------------------------------------
     @property
@@ -218,7 +242,8 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
         if spec.kind == "icl":
             rows = release.read_icl_file(path, self.report, paper=paper, seed=seed)
         else:
-            rows = release.read_release_file(path, spec.kind, self.report, paper=paper, seed=seed)
+            rows = release.read_release_file(path, spec.kind, self.report, paper=paper, seed=seed,
+                                             protocol=self.option("protocol"))
         tally = release.LengthTally(self.length)
         seen: set[str] = set()
         for number, row in rows:
@@ -229,8 +254,59 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
                 tally.add(example["num_tokens"])
                 yield example
         self.manifest_extra.update(provenance="official release", release_file=relative,
+                                   protocol=protocols.get(self.option("protocol")).name,
                                    subset="paper" if paper else "all", official_lengths=tally.summary())
         self.report.note(f"{self.config.name}: official release {relative}; {tally.describe()}")
+        if self.config.in_release_tsv and release_tsv.SOURCE_KEY in self.sources:
+            self._cross_check_release_tsv(path, spec)
+
+    def _cross_check_release_tsv(self, path: Path, spec: release.ReleaseFile) -> None:
+        """With both releases given (32K, 128K): the VLMEvalKit TSV's rows against the whole JSON-lines
+        file, by official id; the counts go to the manifest and the report."""
+        tsv = release_tsv.tsv_path(self.source(release_tsv.SOURCE_KEY), self.length)
+        if not tsv.is_file():
+            self.report.note(f"{self.config.name}: no {tsv.name} to cross-check the release with")
+            return
+        if spec.kind == "icl":
+            rows = (row for _n, row in release.read_icl_file(path, BuildReport()))
+        else:
+            rows = (row for _n, row in release.read_release_file(path, spec.kind, BuildReport()))
+        counts = release_tsv.cross_check(tsv, self.config.dataset, rows)
+        self.manifest_extra["tsv_cross_check"] = counts
+        self.report.note(f"{self.config.name}: {tsv.name} cross-check: "
+                         + ", ".join(f"{k} {v}" for k, v in counts.items()))
+
+    def generate_from_release_tsv(self) -> Iterator[dict[str, Any]]:
+        """The config's rows of MMLongBench's VLMEvalKit TSV (the extended release): the reference
+        subset and ids as released, prompts as VLMEvalKit interleaves them, every row counted with
+        our counter and kept (flagged ``meta.over_budget`` when over its length)."""
+        root = self.source(release_tsv.SOURCE_KEY)
+        path = release_tsv.tsv_path(root, self.length)
+        if not path.is_file():
+            raise MissingSourceError(f"{root} has no {release_tsv.tsv_name(self.length)} "
+                                     f"(needed by {self.config.name})")
+        images = release_tsv.image_root(root, self.length)
+        tally, seen, subsets = release.LengthTally(self.length), set(), set()
+        unusual = {"image_markers": 0, "template_mismatch": 0}
+        for number, row in release_tsv.read_tsv(path, self.config.dataset, self.report):
+            if self.limit is not None and tally.rows >= self.limit:
+                break
+            example = self._mmlb_release_example(row, path, path.name, number, seen, images)
+            if example is not None:
+                tally.add(example["num_tokens"])
+                subsets.add(row.meta.get("mmlb_subset") or "")
+                for key in unusual:
+                    unusual[key] += key in row.meta
+                yield example
+        if any(unusual.values()):
+            self.report.note(f"{self.config.name}: {unusual['image_markers']} rows with image markers not one per "
+                             f"image (meta.image_markers), {unusual['template_mismatch']} prompts not in data.py's "
+                             f"template (meta.template_mismatch); kept as released")
+        self.manifest_extra.update(provenance="official release", release_format="vlmevalkit_tsv",
+                                   release_file=path.name, subset=", ".join(sorted(subsets)) or "none",
+                                   official_lengths=tally.summary())
+        self.report.note(f"{self.config.name}: VLMEvalKit release {path.name} ({', '.join(sorted(subsets))}); "
+                         f"{tally.describe()}")
 
     def _mmlb_paper_samples(self, spec: release.ReleaseFile) -> Optional[int]:
         subset = str(self.option("subset", "all"))
@@ -241,7 +317,7 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
     def _mmlb_release_example(self, row: release.ReleaseRow, path: Path, relative: str, number: int,
                               seen: set[str], images: Path) -> Optional[dict[str, Any]]:
         """One official row in our schema; a row with an unusable image is skipped and reported."""
-        record = f"line {number}" if path.suffix == ".jsonl" else f"test example {number}"
+        record = {".jsonl": f"line {number}", ".tsv": f"row {number}"}.get(path.suffix, f"test example {number}")
         try:
             refs = [self.store.ref_inside(images, name, what="image") for name in row.images]
         except (BadImageError, OSError) as err:

@@ -15,7 +15,8 @@ Procedure (MMLongBench, Wang et al. 2025, DocVQA category):
   answer page, or padded alternately left and right with other documents of the same source
   (seeded draw per question, the same at every length), the last padding document cut page by
   page (``mmlbdata.docpack``);
-* each page is ``Document {doc_id:.15} (page {n}): <image>`` (0-based page index), the question is
+* each page is ``Document {doc_id:.15}: <image>`` (MMLongBench v1.1, the default) or, with
+  ``--protocol v1.0``, ``Document {doc_id:.15} (page {n}): <image>`` (0-based page index); the question is
   prefixed ``Based on Document {doc_id:.15}, answer the following question.``, in the benchmark's
   template (``mmlbdata.prompts``: the official ``data.py`` text, shared with the release reader).
 
@@ -33,6 +34,7 @@ from typing import Iterator
 
 from mmlbdata.docpack import AnswerPagesCut, fit_example
 from mmlbdata.lengths import LENGTHS
+from mmlbdata.protocol import DEFAULT as DEFAULT_PROTOCOL  # in the config options: a protocol change rebuilds
 from mmlbdata.media.documents import (DocCorpus, ImageDocument, PdfDocument, ScaledImageDocument,
                                       max_pages_option)
 from mmlbdata.media.pdf import DEFAULT_DPI
@@ -40,7 +42,7 @@ from mmlbdata.sources import longdocurl, mmlongbench_doc, slidevqa
 from mmlbdata.sources.docqa import DocQuestion, correct_answer, long_answer_problem
 from mmlbdata.sources.records import BadRecord
 
-from .base import MMLBBuilder, standard_configs
+from .base import MMLONGBENCH_LENGTH_KEYS, MMLBBuilder, standard_configs
 
 LAYOUTS = {
     "mmlongbench_doc": "samples.json + documents/<doc_id> (PDFs), as in MMLongBench-Doc's data/",
@@ -66,15 +68,16 @@ class DocVQA(MMLBBuilder):
                 "others}, year={2025}}")
     SOURCES = dict(LAYOUTS)
     BUILDER_CONFIGS = (
-        standard_configs("mmlongdoc", metric="docqa", sources=("mmlongbench_doc",),
-                         dpi=DEFAULT_DPI, max_pages=None, question_set="all",
+        standard_configs("mmlongdoc", metric="docqa", sources=("mmlongbench_doc",), protocol=DEFAULT_PROTOCOL,
+                         dpi=DEFAULT_DPI, max_pages=None, question_set="all", lengths=MMLONGBENCH_LENGTH_KEYS,
                          description="MMLongBench-Doc questions, PDF pages at 144 DPI")
-        + standard_configs("longdocurl", metric="docqa", sources=("longdocurl",),
+        + standard_configs("longdocurl", metric="docqa", sources=("longdocurl",), protocol=DEFAULT_PROTOCOL,
                            dpi=DEFAULT_DPI, page_dpi=longdocurl.PNG_DPI, question_set="all",
+                           lengths=MMLONGBENCH_LENGTH_KEYS,
                            description="LongDocURL questions, pages at 144 DPI (PDFs, else "
                                        "the 72-DPI page PNGs upscaled)")
-        + standard_configs("slidevqa", metric="docqa", sources=("slidevqa",), split="test",
-                         question_set="all",
+        + standard_configs("slidevqa", metric="docqa", sources=("slidevqa",), split="test", protocol=DEFAULT_PROTOCOL,
+                           question_set="all", lengths=MMLONGBENCH_LENGTH_KEYS,
                            description="SlideVQA questions, slide images")
     )
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 from mmlbdata import prompts
-from mmlbdata.lengths import LENGTH_KEYS, LENGTHS, fill
+from mmlbdata.lengths import fill, length_tokens
 from mmlbdata.schema import make_example
 from mmlbdata.seeding import rng as seeded_rng
 from mmlbdata.sources.icl import (LAYOUT_FOLDER, LAYOUT_HUB, LAYOUT_INAT, ClassPool, LabeledImage,
@@ -30,13 +30,15 @@ from mmlbdata.sources.icl import (LAYOUT_FOLDER, LAYOUT_HUB, LAYOUT_INAT, ClassP
 from mmlbdata.store import BadImageError
 from mmlbdata.tokens import IMAGE_PLACEHOLDER
 
-from .base import MMLBBuilder, MMLBConfig
+from .base import MMLONGBENCH_LENGTH_KEYS, MMLBBuilder, MMLBConfig
 
 PROMPT_TEMPLATE = prompts.TEMPLATES["icl"]  # data.py load_icl_er, via mmlbdata.prompts
 # The ``question`` field: the prompt's closing line without its placeholder (the test image is the
 # prompt's last ``<image>``), so the field never adds an image of its own.
 TEST_QUESTION = "Now classify this image:"
-CLASS_COUNTS = {"8k": 5, "16k": 10, "32k": 20, "64k": 40, "128k": 50}
+CLASS_COUNTS = {"8k": 5, "16k": 10, "32k": 20, "64k": 40, "128k": 50,
+                # beyond the paper (the extended release): the class count stops at 128K's 50, more rounds fill
+                "256k": 50, "512k": 50}
 MAX_CLASSES = max(CLASS_COUNTS.values())
 DATASETS = {
     "cars196": ("cars196", "Stanford Cars (196 car models)", LAYOUT_HUB + " or " + LAYOUT_FOLDER),
@@ -55,9 +57,9 @@ def build_prompt(labels: Sequence[int]) -> str:
 def _configs() -> list[MMLBConfig]:
     configs = []
     for dataset, (source, description, _layout) in DATASETS.items():
-        for key in LENGTH_KEYS:
+        for key in MMLONGBENCH_LENGTH_KEYS:
             configs.append(MMLBConfig(
-                name=f"{dataset}_{key}", dataset=dataset, length=LENGTHS[key], metric="cls_acc",
+                name=f"{dataset}_{key}", dataset=dataset, length=length_tokens(key), metric="cls_acc",
                 sources=(source,), options={"num_classes": CLASS_COUNTS[key], "num_test": 100},
                 description=f"Many-shot ICL on {description}, {CLASS_COUNTS[key]} classes ({key} tokens)"))
     return configs

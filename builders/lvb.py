@@ -34,7 +34,7 @@ from typing import Iterator, Sequence
 
 from mmlbdata.lengths import BudgetError, fill
 from mmlbdata.media.interleave import Item, interleave
-from mmlbdata.media.subtitles import Cue, SubtitleError, clip_cues, read_subtitles
+from mmlbdata.media.subtitles import Cue, SubtitleError, clip_cues, negative_cues, read_subtitles
 from mmlbdata.media.video import (VideoError, VideoInfo, frame_indices, frame_timestamps,
                                   num_sampled, output_size, probe, store_frames)
 from mmlbdata.parallel import map_units
@@ -55,6 +55,8 @@ FRAME_SIZE_LADDER = (1024, 1280, 1536)
 
 
 TEXT_ITEMS = ("clean", "official")
+# BuildReport counters: rows whose subtitle file has cues at negative times, and those cues
+NEGATIVE_TIME_COUNTS = ("lvb_rows_negative_cue_times", "lvb_negative_cue_times")
 
 
 def _clean(text: str, verbatim: bool = False) -> str:
@@ -135,7 +137,7 @@ class LongVideoBench(MMLBBuilder):
         made = 0
         for row in self._prefetched(root, read_annotations(root, split, self.report), variant):
             if self.limit is not None and made >= self.limit:
-                return
+                break
             try:
                 example = self.example(root, row, variant)
             except (VideoError, SubtitleError, BudgetError, LVBRecordError) as err:
@@ -144,6 +146,16 @@ class LongVideoBench(MMLBBuilder):
             if example is not None:
                 made += 1
                 yield example
+        self._note_negative_times()
+
+    def _note_negative_times(self) -> None:
+        """One note for the subtitle cues at negative times that :meth:`cues` met."""
+        rows, cues = (self.report.counts[key] for key in NEGATIVE_TIME_COUNTS)
+        if rows:
+            kept = ("kept as LongVideoBench's loader keeps them" if self.option("null_end", "next") == "original"
+                    else "clipped to the clip's start")
+            self.report.note(f"{self.config.name}: {rows} row(s) read {cues} subtitle cue(s) starting or "
+                             f"ending before 0 s in their subtitle file; {kept}")
 
     def _prefetched(self, root: Path, rows: Iterator[LVBRow], variant: str) -> Iterator[LVBRow]:
         """The rows, each once ``num_proc`` worker processes have decoded and stored its frames.
@@ -170,14 +182,20 @@ class LongVideoBench(MMLBBuilder):
 
     def cues(self, root: Path, row: LVBRow) -> list[Cue]:
         """The row's subtitle cues on the clip axis (see :mod:`mmlbdata.media.subtitles`)."""
-        raw = read_subtitles(release_file(root, "subtitles", row.subtitle_path))
+        path = release_file(root, "subtitles", row.subtitle_path)
+        raw = read_subtitles(path)
+        negative = negative_cues(raw)
+        if negative:  # reported once per build (generate); a prefetch worker's report is dropped
+            rows_key, cues_key = NEGATIVE_TIME_COUNTS
+            self.report.counts[rows_key] += 1
+            self.report.counts[cues_key] += negative
         if self.option("subtitles_full_track", False):
             # The reference loader's subtitles-only mode reads the source video's whole track,
             # lines outside the clip included; reproduction only (only texts are used).
             return [Cue(cue.start, cue.start if cue.end is None else cue.end, cue.text)
                     for cue in raw]
         return clip_cues(raw, row.starting_timestamp_for_subtitles, row.duration,
-                         null_end=self.option("null_end", "next"))
+                         null_end=self.option("null_end", "next"), source=str(path))
 
     # -- one example -----------------------------------------------------------------------
     def example(self, root: Path, row: LVBRow, variant: str) -> dict | None:

@@ -25,6 +25,7 @@ from mmlbdata.docpack import AnswerPagesCut, fit_example
 from mmlbdata.media import page_grid
 from mmlbdata.media.documents import DocCorpus, max_pages_option, PdfDocument
 from mmlbdata.media.pdf import DEFAULT_DPI, PdfError, open_pdf, pdf_sha256
+from mmlbdata.protocol import DEFAULT as DEFAULT_PROTOCOL  # the page items of the standardized configs
 from mmlbdata.schema import make_example
 from mmlbdata.sources import mmlongbench_doc as mmld
 from mmlbdata.sources.records import BadRecord
@@ -77,7 +78,7 @@ class MMLongBenchDoc(MMLBBuilder):
         _original("mmlongbench_doc", "pages", "all pages as separate images (API setting)"),
         _original("mmlongbench_doc_concat", "concat",
                   "pages concatenated into at most concat_num 3-column grids (open-model setting)"),
-    ] + standard_configs("mmlongbench_doc", metric=METRIC, sources=("mmlongbench_doc",),
+    ] + standard_configs("mmlongbench_doc", metric=METRIC, sources=("mmlongbench_doc",), protocol=DEFAULT_PROTOCOL,
                          page_mode="standardized", dpi=DEFAULT_DPI, max_pages=None,
                          description="MMLongBench-Doc at a standard length")
 

@@ -30,7 +30,7 @@ from mmlbdata.sources.mmniah import ImageSeg, NiahRecord, read_mmniah
 from mmlbdata.store import BadImageError, ImageRef, file_sha256
 from mmlbdata.tokens import IMAGE_PLACEHOLDER
 
-from .base import MMLBBuilder, standard_configs
+from .base import MMLONGBENCH_LENGTH_KEYS, MMLBBuilder, standard_configs
 
 TEMPLATE = prompts.TEMPLATES["niah"]  # data.py load_mm_niah_text / _image_count, via mmlbdata.prompts
 CHOICE_TEMPLATE = prompts.TEMPLATES["niah_choice"]  # data.py load_mm_niah_image_mc
@@ -120,7 +120,7 @@ class MMNIAH(MMLBBuilder):
     BUILDER_CONFIGS = [
         config
         for (task, modality), metric in METRICS.items()
-        for config in standard_configs(f"mm_niah_{task}_{modality}", metric=metric, sources=("mmniah",),
+        for config in standard_configs(f"mm_niah_{task}_{modality}", lengths=MMLONGBENCH_LENGTH_KEYS, metric=metric, sources=("mmniah",),
                                        task=task, modality=modality,
                                        description=f"MM-NIAH {task} with {modality} needles")
     ]

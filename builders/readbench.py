@@ -24,11 +24,10 @@ Prompt sources, checked template by template (list in the ReadBench card). MMLU-
 GPQA: ReadBench's ``run_eval.py`` ``mmlu_mm`` / ``gpqa_mm`` (head, option images, tail), the
 category filled in as the release names it (``college_mathematics``). LongBench: ReadBench's
 ``eval_config/dataset2prompt.json`` (LongBench's own templates, typos included), verbatim.
-BABILong: ``run_eval.py`` hands it to ``babilong_prompts.build_prompt``, which is not in the
-reference index this library was checked against; the message follows issue #12's reading of
-it (instruction with "context" -> "images with text", the pages, ``<question>`` block and
-post-prompt, no examples), per-task wording from upstream BABILong and the ReadBench paper
-(appendix A.3.3). CoT as ReadBench's ``COT_DEFAULT`` (on for the multiple-choice sets, off for
+BABILong: ``run_eval.py`` hands it to ``babilong_prompts.build_prompt`` (multimodal mode): the
+instruction rewritten by its ``_mmify_instruction`` ("I give you context" / "I will give you
+context" -> "I will give you images with text"), the pages, the ``<question>`` block and the
+post-prompt, no examples; per-task wording its ``DEFAULT_PROMPTS`` (readbench @b6546cb). CoT as ReadBench's ``COT_DEFAULT`` (on for the multiple-choice sets, off for
 BABILong and LongBench).
 
 Beyond the original (``readbench_std_*``): BABILong and LongBench contexts rendered and packed to
@@ -77,17 +76,19 @@ MMLU_TAIL_COT = ('Think step by step and then output the answer in the format "T
 GPQA_HEAD = "What is the correct answer to this question: {question}\n\nOptions:"
 GPQA_TAIL_COT = "Your answer must end with Answer: (LETTER). Let's think step by step: "
 
-# BABILong as ReadBench sends it (issue #12's reading of ReadBench's ``run_eval.py``): three
-# message parts, the task instruction with "context" replaced by "images with text", the page
-# images, then the question block and the post-prompt; no in-context examples. The parts are
-# joined with nothing in between, so splitting the prompt at ``<image>`` gives the parts back.
+# BABILong as ReadBench sends it (``babilong_prompts.build_prompt``, multimodal mode, readbench
+# @b6546cb lines 233-239): three message parts, the task instruction rewritten for page images,
+# the page images, then the question block and the post-prompt; no in-context examples. The parts
+# are joined with nothing in between, so splitting the prompt at ``<image>`` gives them back.
 BABILONG_QUESTION = "<question>\n{question}\n</question>\n{post_prompt}"
-BABILONG_CONTEXT_WORD = ("context", "images with text")
+# ReadBench's ``_mmify_instruction`` (lines 208-210): the opening "I give you context" or "I will
+# give you context" becomes "I will give you images with text" (qa2 and qa3 open with "I give"),
+# then " context " / " context." anywhere else.
+BABILONG_OPENING = (re.compile(r"\b[Ii] (give|will give) you context"), "I will give you images with text")
+BABILONG_CONTEXT_WORDS = ((" context ", " images with text "), (" context.", " images with text."))
 
-# Per-task instruction and post-prompt. Base: upstream BABILong ``babilong/prompts.py``
-# ``DEFAULT_PROMPTS`` (booydar/babilong @ffa075fb, typos such as "question.You" kept); qa1, qa3
-# and qa7 as ReadBench words them (paper, appendix A.3.3): qa1's post-prompt without the trailing
-# space, qa3's "$location_1$" and final full stop, qa7's bare "none".
+# Per-task instruction and post-prompt: ReadBench's ``babilong_prompts.py`` ``DEFAULT_PROMPTS``
+# (readbench @b6546cb lines 98-193), typos such as qa2's "question.You" kept.
 BABILONG_PROMPTS: dict[str, dict[str, str]] = {
     "qa1": {
         "instruction": "I will give you context with the facts about positions of different persons hidden in some "
@@ -189,11 +190,20 @@ def with_pages(before: str, num_pages: int, after: str) -> str:
     return before + IMAGE_PLACEHOLDER * num_pages + after
 
 
+def babilong_mm_instruction(instruction: str) -> str:
+    """The instruction as ReadBench words it when the context comes as page images."""
+    pattern, opening = BABILONG_OPENING
+    instruction = pattern.sub(opening, instruction)
+    for word, images in BABILONG_CONTEXT_WORDS:
+        instruction = instruction.replace(word, images)
+    return instruction
+
+
 def babilong_prompt_parts(task: str, question: str) -> tuple[str, str]:
     """(text before the pages, text after them): ReadBench's BABILong message parts."""
     prompts = BABILONG_PROMPTS[task]
-    before = prompts["instruction"].replace(*BABILONG_CONTEXT_WORD)
-    return before, BABILONG_QUESTION.format(question=question, post_prompt=prompts["post_prompt"])
+    after = BABILONG_QUESTION.format(question=question, post_prompt=prompts["post_prompt"])
+    return babilong_mm_instruction(prompts["instruction"]), after
 
 
 def longbench_prompt_parts(subset: str, question: str) -> tuple[str, str]:

@@ -32,7 +32,7 @@ from mmlbdata.media import pdf
 from mmlbdata.schema import make_example
 from mmlbdata.sources import govreport, multi_lexsum
 
-from .base import MMLBBuilder, standard_configs
+from .base import MMLONGBENCH_LENGTH_KEYS, MMLBBuilder, standard_configs
 
 GOV_REPORT_TEMPLATE = prompts.TEMPLATES["gov"]  # data.py load_gov_report, via mmlbdata.prompts
 MULTI_LEXSUM_TEMPLATE = prompts.TEMPLATES["lexsum"]  # data.py load_multi_lexsum
@@ -105,9 +105,9 @@ class Summarization(MMLBBuilder):
                 "year={2025}, journal={arXiv preprint arXiv:2505.10610}}")
     SOURCES = {"govreport": GOV_LAYOUT, "multi_lexsum": LEXSUM_LAYOUT}
     BUILDER_CONFIGS = (
-        standard_configs("gov_report", metric=METRIC, sources=("govreport",), split="test",
+        standard_configs("gov_report", lengths=MMLONGBENCH_LENGTH_KEYS, metric=METRIC, sources=("govreport",), split="test",
                          description="GovReport GAO reports, highlights pages removed")
-        + standard_configs("multi_lexsum", metric=METRIC, sources=("multi_lexsum",), split="test",
+        + standard_configs("multi_lexsum", lengths=MMLONGBENCH_LENGTH_KEYS, metric=METRIC, sources=("multi_lexsum",), split="test",
                            description="Multi-LexSum cases, short summary")
     )
 
@@ -132,11 +132,14 @@ class Summarization(MMLBBuilder):
         return self.counter.image(page.width, page.height) + 16  # + its introduction, roughly
 
     def too_long(self, file, record: str, full_tokens: int) -> bool:
-        """The 128K + 24K rule (the same verdict at every length); reported when it drops."""
-        limit = LENGTHS["128k"] + int(self.option("max_overflow_tokens", MAX_OVERFLOW_TOKENS))
+        """The 128K + 24K rule (the same verdict at every length up to 128K); reported when it drops.
+        The extended lengths (256K, 512K) lift the cap to their own length + 24K, so the longer
+        documents they need are not dropped."""
+        cap = max(LENGTHS["128k"], self.length or 0)
+        limit = cap + int(self.option("max_overflow_tokens", MAX_OVERFLOW_TOKENS))
         if full_tokens > limit:
             self.report.skip(file, record, f"full document(s) take {full_tokens} tokens, more than "
-                                           f"128K + {limit - LENGTHS['128k']} = {limit}")
+                                           f"{cap // 1024}K + {limit - cap} = {limit}")
             return True
         return False
 
@@ -148,6 +151,9 @@ class Summarization(MMLBBuilder):
             self.report.skip(file, record, f"{self.config.name}: the whole document takes only "
                                            f"{packed.num_tokens} of {self.length} tokens (skip_short)")
             return False
+        if packed.exhausted and self.length > LENGTHS["128k"]:  # the extended lengths: say it per question
+            self.report.note(f"{self.config.name}: {record}: the source ran out of pages: the whole document "
+                             f"takes only {packed.num_tokens} of {self.length} tokens (row kept)")
         return True
 
     def render(self, pages: Sequence[Page]) -> list:

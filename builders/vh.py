@@ -30,7 +30,7 @@ from mmlbdata.sources.coco import LAYOUT, CocoImage, read_instances
 from mmlbdata.sources.vhs import LAYOUT as VHS_LAYOUT, VhsQuestion, read_vhs, release_files
 from mmlbdata.store import BadImageError
 
-from .base import MMLBBuilder, standard_configs
+from .base import MMLONGBENCH_LENGTH_KEYS, MMLBBuilder, standard_configs
 
 PROMPT_TEMPLATE = prompts.TEMPLATES["vh"]  # data.py load_visual_haystack, via mmlbdata.prompts
 NUM_PERMUTATIONS = 3
@@ -149,9 +149,9 @@ class VisualHaystack(MMLBBuilder):
                 "Benchmark}, author={Wu, Tsung-Han and Biamby, Giscard and others}, year={2024}}")
     SOURCES = {"coco": LAYOUT, "vhs": VHS_LAYOUT}
     BUILDER_CONFIGS = (
-        standard_configs("vh_single", metric="binary_acc", sources=("coco",), num_questions=100,
+        standard_configs("vh_single", lengths=MMLONGBENCH_LENGTH_KEYS, metric="binary_acc", sources=("coco",), num_questions=100,
                          description="VH-Single: one needle image")
-        + standard_configs("vh_multi", metric="binary_acc", sources=("coco",), num_questions=100,
+        + standard_configs("vh_multi", lengths=MMLONGBENCH_LENGTH_KEYS, metric="binary_acc", sources=("coco",), num_questions=100,
                            description="VH-Multi: 2-3 needle images, all/any questions")
     )
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 from mmlbdata import prompts
-from mmlbdata.lengths import DEPTHS, BudgetError, depth_index, fill, place_at
+from mmlbdata.lengths import DEPTHS, BudgetError, depth_index, fill, length_tokens, place_at
 from mmlbdata.retrieval.corpus import Corpus, default_cache_dir, open_corpus
 from mmlbdata.retrieval.dense import DEFAULT_MODEL
 from mmlbdata.retrieval.search import Retriever, mentions_any
@@ -37,7 +37,7 @@ from mmlbdata.sources.viquae import LAYOUT as VIQUAE_LAYOUT, read_viquae
 from mmlbdata.store import ImageRef
 from mmlbdata.tokens import IMAGE_PLACEHOLDER
 
-from .base import MMLBBuilder, standard_configs
+from .base import MMLONGBENCH_LENGTH_KEYS, MMLBBuilder, standard_configs
 
 PROMPT_TEMPLATE = prompts.TEMPLATES["vrag"]  # data.py load_vrag, via mmlbdata.prompts
 PASSAGE_TEMPLATE = prompts.PASSAGE
@@ -85,9 +85,9 @@ class VisualRAG(MMLBBuilder):
                 "Vision-Language Models Effectively and Thoroughly}, author={Wang, Zhaowei and others}, year={2025}}")
     SOURCES = {"infoseek": INFOSEEK_LAYOUT, "viquae": VIQUAE_LAYOUT, "kilt": KILT_LAYOUT}
     BUILDER_CONFIGS = (
-        standard_configs("infoseek", metric="sub_em", sources=("infoseek", "kilt"), split="val",
+        standard_configs("infoseek", lengths=MMLONGBENCH_LENGTH_KEYS, metric="sub_em", sources=("infoseek", "kilt"), split="val",
                          num_questions=100, description="InfoSeek visual RAG")
-        + standard_configs("viquae", metric="sub_em", sources=("viquae", "kilt"), split="test",
+        + standard_configs("viquae", lengths=MMLONGBENCH_LENGTH_KEYS, metric="sub_em", sources=("viquae", "kilt"), split="test",
                            num_questions=100, description="ViQuAE visual RAG")
     )
 
@@ -101,8 +101,11 @@ class VisualRAG(MMLBBuilder):
 
     def retriever(self, corpus: Corpus) -> Retriever:
         model = self.option("model", DEFAULT_MODEL)
+        # 1000 reranked passages fill 128K; the extended lengths (256K, 512K) need proportionally more
+        scale = max(1, (self.length or 0) // length_tokens("128k"))
         return Retriever(corpus, self.cache_dir(), model=model or None, mode=self.option("retrieval", "bm25+rerank"),
-                         bm25_k=int(self.option("bm25_k", 2000)), rerank_k=int(self.option("rerank_k", 1000)),
+                         bm25_k=int(self.option("bm25_k", 2000 * scale)),
+                         rerank_k=int(self.option("rerank_k", 1000 * scale)),
                          device=self.option("device"), batch_size=int(self.option("batch_size", 32)))
 
     def generate(self) -> Iterator[dict]:

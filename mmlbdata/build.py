@@ -31,7 +31,7 @@ from datasets import Features
 from . import __version__, locks
 from .demo import is_demo
 from .registry import UnknownConfigError, resolve
-from .report import BuildReport
+from .report import BuildReport, source_label
 from .schema import FEATURES
 from .store import ImageStore
 from .writer import DEFAULT_LAYOUT, ConfigStats, remove_if_empty, write_config, write_manifest
@@ -108,7 +108,7 @@ def build_config(
     writer_options: dict[str, Any] = {"shard_bytes": shard_bytes} if shard_bytes else {}
     if layout:
         writer_options["layout"] = layout
-    report = BuildReport()
+    report = BuildReport(sources=sources)  # files named the same under every executor (source_label)
     try:
         counter = None
         if tokenizer is not None:
@@ -208,7 +208,7 @@ def build_parameters(entry: Any, sources: Mapping[str, os.PathLike], *, seed: in
         "family": entry.family, "dataset": entry.config.dataset, "length": entry.config.length,
         "metric": entry.config.metric, "seed": seed, "limit": limit,
         "options": {**entry.config.options, **dict(options or {})},
-        "sources": {k: Path(v).name for k, v in sorted(sources.items()) if k in keys},
+        "sources": {k: source_label(v, {k: v}) for k, v in sorted(sources.items()) if k in keys},
     }
 
 

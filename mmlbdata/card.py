@@ -314,7 +314,10 @@ def card_context(folder: os.PathLike, configs: Optional[list[str]] = None) -> di
         rows.append({
             "name": name, "family": manifest.get("family", ""), "dataset": manifest.get("dataset", ""),
             "length": manifest.get("length"), "metric": manifest.get("metric", ""),
-            "options": manifest.get("options") or {}, "seed": manifest.get("seed"),
+            # the MMLongBench protocol the prompts follow is shown with the options (mmlbdata.protocol)
+            "options": {**(manifest.get("options") or {}), **({"protocol": manifest["protocol"]}
+                                                               if manifest.get("protocol") else {})},
+            "seed": manifest.get("seed"),
             "limit": manifest.get("limit"), "sources": manifest.get("sources") or {},
             "demo": is_demo(manifest),
             "skipped": report.get("num_skipped", 0), "notes": report.get("notes") or [],

@@ -14,9 +14,10 @@ MMLongBench's procedure for its DocVQA configs (MMLongBench-Doc, LongDocURL, Sli
   document are truncated from its end (``lengths.fill``) so that the next page would exceed the
   budget.
 
-Every page is introduced as ``Document {doc_id:.15} (page {n}): <image>`` (``n`` the 0-based page
-index, as MMLongBench's ``data.py`` reads it from the page file name and the paper's LongDocURL
-example prints it); pages are joined by blank lines; the templates are ``mmlbdata.prompts``'.
+Every page is introduced as ``Document {doc_id:.15}: <image>`` (MMLongBench v1.1, the default) or,
+under ``--protocol v1.0``, ``Document {doc_id:.15} (page {n}): <image>`` (``n`` the 0-based page
+index, as the paper's ``data.py`` reads it from the page file name and its LongDocURL example
+prints it); pages are joined by blank lines; the templates are ``mmlbdata.prompts``'.
 Everything here works on ``(doc_id, page_index)`` pairs and an exact ``measure`` callback, so it
 knows nothing of files, renderers or benchmarks.
 """
@@ -27,6 +28,7 @@ from typing import Callable, Mapping, Sequence
 
 from .lengths import BudgetError, fill, truncate_even
 from . import prompts
+from .protocol import get as get_protocol
 
 DOCQA_TEMPLATE = prompts.TEMPLATES["docqa"]  # data.py load_doc_qa
 
@@ -38,13 +40,14 @@ def docqa_question(doc_id: str, question: str) -> str:
     return prompts.doc_question(doc_id, question)
 
 
-def docqa_prompt(pages: Sequence[Page], question: str) -> str:
-    """The full prompt: template, one introduced ``<image>`` per page, the (prefixed) question."""
-    context = "\n\n".join(prompts.page_item(doc_id, index) for doc_id, index in pages)
+def docqa_prompt(pages: Sequence[Page], question: str, protocol=None) -> str:
+    """The full prompt: template, one introduced ``<image>`` per page (with its page index under
+    MMLongBench protocol v1.0 only, ``mmlbdata.protocol``), the (prefixed) question."""
+    context = "\n\n".join(prompts.doc_page_item(doc_id, index, protocol) for doc_id, index in pages)
     return prompts.render("docqa", context, question)
 
 
-def page_measure(sizes, counter, question: str) -> Callable[[list[Page]], int]:
+def page_measure(sizes, counter, question: str, protocol=None) -> Callable[[list[Page]], int]:
     """Exact token count of the example built from a page list.
 
     ``sizes`` answers ``size(doc_id, page_index) -> (w, h)`` (a ``DocCorpus``); the text of the
@@ -52,7 +55,7 @@ def page_measure(sizes, counter, question: str) -> Callable[[list[Page]], int]:
     """
 
     def measure(pages: list[Page]) -> int:
-        text = counter.text(docqa_prompt(pages, question))
+        text = counter.text(docqa_prompt(pages, question, protocol))
         return text + sum(counter.image(*sizes.size(doc_id, i)) for doc_id, i in pages)
 
     return measure
@@ -184,7 +187,7 @@ def _pad(doc_id, own, total, num_pages, budget, measure, padding_order) -> PageS
     return PageSelection(assemble(), total, None, drawn, False)
 
 
-def answer_window_tokens(question_text: str, doc_id: str, answer_pages, corpus, counter) -> int:
+def answer_window_tokens(question_text: str, doc_id: str, answer_pages, corpus, counter, protocol=None) -> int:
     """Tokens of the smallest example of the question: its answer pages and those between them.
 
     Even truncation keeps one window of the document around the answer pages, so a length below
@@ -194,7 +197,7 @@ def answer_window_tokens(question_text: str, doc_id: str, answer_pages, corpus, 
     total = corpus[doc_id]
     required = sorted({p for p in answer_pages if 0 <= p < total}) or [total // 2]
     pages = [(doc_id, i) for i in range(required[0], required[-1] + 1)]
-    return page_measure(corpus, counter, question_text)(pages)
+    return page_measure(corpus, counter, question_text, protocol)(pages)
 
 
 class AnswerPagesCut:
@@ -235,9 +238,11 @@ def fit_example(builder, question, corpus, where, *, answers=None, extra_meta=No
         builder.report.skip(where, question.qid, f"{name}: {reason}")
         return None
     text = docqa_question(question.doc_id, question.question)
+    protocol = builder.option("protocol")  # MMLongBench's page items (mmlbdata.protocol)
+    builder.manifest_extra["protocol"] = get_protocol(protocol).name
     if selection_budget is not None:
         needed = answer_window_tokens(text, question.doc_id, question.answer_pages, corpus,
-                                      builder.counter)
+                                      builder.counter, protocol)
         if needed > selection_budget:
             builder.report.skip(where, question.qid, f"{name}: answer pages need {needed} tokens, "
                                 f"over the smallest length {selection_budget} (one question set "
@@ -247,7 +252,7 @@ def fit_example(builder, question, corpus, where, *, answers=None, extra_meta=No
     rng(builder.seed, builder.config.dataset, question.qid, "padding").shuffle(order)
     try:
         selection = select_pages(question.doc_id, corpus, question.answer_pages, builder.length,
-                                 page_measure(corpus, builder.counter, text), order)
+                                 page_measure(corpus, builder.counter, text, protocol), order)
     except BudgetError as exc:
         builder.report.skip(where, question.qid, f"{name}: the document does not fit: {exc}")
         return None
@@ -263,7 +268,7 @@ def fit_example(builder, question, corpus, where, *, answers=None, extra_meta=No
     example = make_example(
         id=f"{builder.config.dataset}_{question.qid}", dataset=builder.config.dataset,
         length=builder.length, num_tokens=selection.num_tokens,
-        prompt=docqa_prompt(selection.pages, text), images=images, question=text,
+        prompt=docqa_prompt(selection.pages, text, protocol), images=images, question=text,
         answers=answers if answers is not None else question.answers(),
         metric=builder.config.metric, meta={**docqa_meta(question, selection), **(extra_meta or {})})
     if cuts is not None and selection.answer_pages_cut:

@@ -6,6 +6,8 @@ half-written or corrupted file must never be mistaken for a good one. The rules:
 
 - a file is written to ``<dest>.part`` and renamed onto ``<dest>`` only once it is complete and
   its checksum (sha256 and/or md5, when given) matches, so ``<dest>`` is either absent or good;
+- a file of unknown size must still reach :func:`plausible_floor` (one byte; more for formats with
+  a fixed minimum): an empty body served with status 200 is refused, never placed;
 - an interrupted or truncated transfer leaves the ``.part`` file, and the next attempt asks for
   the rest with an HTTP ``Range`` header (a server that ignores it is handled: we start over);
 - transient failures (connection errors, timeouts, short reads, 408/425/429/5xx) are retried
@@ -34,7 +36,8 @@ from typing import Callable, Iterable, Mapping
 
 __all__ = [
     "FileSpec", "DownloadResult", "DownloadReport", "DownloadError", "ChecksumError",
-    "download_file", "download_all", "hub_spec", "file_digest", "verify_file",
+    "download_file", "download_all", "hub_spec", "file_digest", "verify_file", "plausible_floor",
+    "implausibly_small",
 ]
 
 USER_AGENT = "mmlbdata-downloader/1.0"
@@ -123,10 +126,43 @@ def file_digest(path: Path, algorithm: str) -> str:
     return h.hexdigest()
 
 
+#: the smallest file a format allows, in bytes (what the format itself forces, nothing guessed):
+#: a zip holds at least its end-of-central-directory record, gzip its header and trailer, parquet
+#: its magic, footer length and magic, JSON ``{}``. No ``.tar``: releases name compressed tars so
+#: too (the registry's ``extract: tar`` reads any compression), so the name does not tell the format.
+FORMAT_FLOORS = {".zip": 22, ".gz": 18, ".tgz": 18, ".parquet": 12, ".json": 2, ".jsonl": 2}
+
+
+def plausible_floor(name: str) -> int:
+    """The fewest bytes a file called ``name`` can have and still be a release file.
+
+    Used where no size is known (the registry lists none, a Hub file): no release file is empty,
+    so the floor is one byte, or the format's own minimum (:data:`FORMAT_FLOORS`). A higher floor
+    would need a size the registry does not have; the exact size and checksums, where listed,
+    check the rest. The pieces of a split archive (``videos.tar.part.aa``) have only the floor 1.
+    """
+    return FORMAT_FLOORS.get(Path(name).suffix.lower(), 1)
+
+
+def implausibly_small(path: Path, name: str | None = None) -> str | None:
+    """Why ``path`` (a file called ``name``) is too small to be what was asked for, or None."""
+    name = name or path.name
+    size, floor = path.stat().st_size, plausible_floor(name)
+    if size >= floor:
+        return None
+    if not size:
+        return f"{name}: empty download (0 bytes), refused"
+    return f"{name}: {size} bytes, less than any {Path(name).suffix} file can have ({floor}), refused"
+
+
 def verify_file(path: Path, spec: FileSpec) -> None:
-    """Raise :class:`ChecksumError` if ``path`` does not match the spec's size or digests."""
+    """Raise :class:`ChecksumError` if ``path`` does not match the spec's size or digests, or, where
+    no size is given, is smaller than any file of its kind (:func:`plausible_floor`)."""
     if spec.size is not None and path.stat().st_size != spec.size:
         raise ChecksumError(f"size mismatch for {path}: expected {spec.size}, got {path.stat().st_size}")
+    too_small = implausibly_small(path, spec.dest.name) if spec.size is None else None
+    if too_small:
+        raise ChecksumError(too_small)
     for algorithm in ("sha256", "md5"):
         expected = getattr(spec, algorithm)
         if expected is not None:

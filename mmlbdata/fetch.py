@@ -270,7 +270,18 @@ def _is_kept(dest: Path, part: Part) -> Optional[dict]:
     if record.get("origin") != part.origin:
         return None  # the registry moved on (another revision or URL): fetch again
     base = dest / part.key
-    return record if all((base / name).exists() for name in record.get("files", [])) else None
+    placed = [base / name for name in record.get("files", [])]
+    if not all(path.exists() for path in placed):
+        return None
+    if not part.extract and any(_too_small(path) for path in placed):
+        return None  # an empty file placed before downloads were checked for it: fetch again
+    return record
+
+
+def _too_small(path: Path) -> bool:
+    from .download import implausibly_small
+
+    return path.is_file() and implausibly_small(path) is not None
 
 
 def _write_record(dest: Path, part: Part, files: Sequence[str], revision: Optional[str]) -> None:
@@ -360,7 +371,20 @@ def _download_hub(dest: Path, part: Part, options: FetchOptions, terms: Optional
                    and any(fnmatch.fnmatch(p.relative_to(staging).as_posix(), pat) for pat in part.hub.patterns))
     if not files:
         raise PartError(f"no file of {part.hub.repo}@{commit[:12]} matches {', '.join(part.hub.patterns)}")
+    _refuse_implausible(part, files)
     return files, commit
+
+
+def _refuse_implausible(part: Part, files: Sequence[Path]) -> None:
+    """A Hub file below the plausible floor (an empty file) fails the part before it is placed or
+    recorded; it is removed from staging so that the next run downloads it again."""
+    from .download import implausibly_small
+
+    for path in files:
+        why = implausibly_small(path)
+        if why:
+            path.unlink()
+            raise PartError(f"{why} (from {part.hub.repo})")
 
 
 def _place_file(src: Path, target: Path) -> None:

@@ -1,4 +1,4 @@
-"""Standard lengths, config names, and the packers every family uses.
+"""Standard lengths (and the extended 256K / 512K), config names, and the packers every family uses.
 
 Every packer works on an ordered list of *units* (pages, passages, images, demonstration shots ...)
 and an exact ``measure(selection) -> tokens`` callback that builds the whole example from a
@@ -25,6 +25,12 @@ DEPTHS: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 
 LENGTHS: dict[str, int] = {"8k": 8192, "16k": 16384, "32k": 32768, "64k": 65536, "128k": 131072}
 LENGTH_KEYS: tuple[str, ...] = tuple(LENGTHS)
+#: beyond the papers: the lengths of MMLongBench's extended release (VLMEvalKit ``MMLongBench_256K``
+#: and ``_512K``). Only the families with material for them (MMLongBench's) declare these configs, so
+#: ``LENGTHS`` stays the five lengths every family and paper table shares.
+EXTENDED_LENGTHS: dict[str, int] = {"256k": 262144, "512k": 524288}
+EXTENDED_LENGTH_KEYS: tuple[str, ...] = tuple(EXTENDED_LENGTHS)
+ALL_LENGTHS: dict[str, int] = {**LENGTHS, **EXTENDED_LENGTHS}
 
 _LENGTH_SUFFIX = re.compile(r"^(?P<dataset>.+?)_(?P<length>\d+k)$")
 
@@ -32,9 +38,9 @@ _LENGTH_SUFFIX = re.compile(r"^(?P<dataset>.+?)_(?P<length>\d+k)$")
 def length_tokens(key: str) -> int:
     """``"128k"`` -> 131072."""
     try:
-        return LENGTHS[key.lower()]
+        return ALL_LENGTHS[key.lower()]
     except KeyError:
-        raise ValueError(f"unknown length {key!r}; standard lengths are {', '.join(LENGTHS)}") from None
+        raise ValueError(f"unknown length {key!r}; standard lengths are {', '.join(ALL_LENGTHS)}") from None
 
 
 def normalize_config_name(name: str) -> str:
@@ -46,7 +52,7 @@ def parse_config_name(name: str) -> tuple[str, Optional[str]]:
     """``"vh_single_128k"`` -> ``("vh_single", "128k")``; names without a standard length -> None."""
     name = normalize_config_name(name)
     match = _LENGTH_SUFFIX.match(name)
-    if match and match.group("length") in LENGTHS:
+    if match and match.group("length") in ALL_LENGTHS:
         return match.group("dataset"), match.group("length")
     return name, None
 

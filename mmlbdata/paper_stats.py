@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
-from .lengths import LENGTH_KEYS
+from .lengths import ALL_LENGTHS, LENGTH_KEYS
 
 DATA_FILE = Path(__file__).with_name("paper_stats.yaml")
 
@@ -68,7 +68,7 @@ def _pattern(template: str) -> re.Pattern:
     regex = ""
     for part in parts:
         if part == "{length}":
-            regex += "(?P<length>" + "|".join(LENGTH_KEYS) + ")"
+            regex += "(?P<length>" + "|".join(ALL_LENGTHS) + ")"
         elif part == "{REST}":
             regex += ".*"
         elif part.startswith("{"):
@@ -83,7 +83,11 @@ def paper_value(config: str, path: Path = DATA_FILE) -> Optional[PaperValue]:
     for regex, dataset, benchmark in load_entries(path):
         match = regex.match(config)
         if match:
-            index = LENGTH_KEYS.index(match["length"]) if "length" in regex.groupindex else None
+            length = match["length"] if "length" in regex.groupindex else None
+            if length is not None and length not in LENGTH_KEYS:  # 256k / 512k: beyond every paper
+                return PaperValue(benchmark["benchmark"], dataset["name"], None, None, None,
+                                  benchmark.get("images_ref"), benchmark.get("examples_ref"))
+            index = LENGTH_KEYS.index(length) if length is not None else None
             return PaperValue(
                 benchmark=benchmark["benchmark"], dataset=dataset["name"],
                 images=_at(dataset.get("images"), index), images_std=_at(dataset.get("images_std"), index),

@@ -48,6 +48,7 @@ TEMPLATE_OF = {"niah_count": "niah", "vrag_occ": "vrag"}  # loader kinds sharing
 ANSWER_PREFIX = {"icl": "label:", "gov": "Summary:", "lexsum": "Summary:"}  # else "Answer:"
 PASSAGE = "Document (Title: {title}): {text}"
 PAGE = "Document {doc_id:.15} (page {page_id}): " + IMAGE_PLACEHOLDER
+DOC_PAGE_V11 = "Document {doc_id:.15}: " + IMAGE_PLACEHOLDER  # load_doc_qa since ceedb4c (protocol v1.1)
 TEXT_PAGE = "Document {doc_id:.15} (page {page_id}): \n{page_text}"  # the text_doc ablation's pages
 DOC_QUESTION = "Based on Document {doc_id:.15}, answer the following question. "
 ICL_ITEM = IMAGE_PLACEHOLDER + "\nlabel: {label}"
@@ -72,6 +73,15 @@ def passage(title: str, text: str) -> str:
 def page_item(doc_id: str, page_id) -> str:
     """A summary or document-QA page: ``Document <first 15 characters of the id> (page N): <image>``."""
     return PAGE.format(doc_id=doc_id, page_id=page_id)
+
+
+def doc_page_item(doc_id: str, page_id, protocol=None) -> str:
+    """A document-QA page: with its page id under protocol v1.0 (``PAGE``), without under v1.1
+    (``DOC_PAGE_V11``); summaries keep ``page_item`` in both."""
+    from .protocol import get
+
+    template = PAGE if get(protocol).doc_page_ids else DOC_PAGE_V11
+    return template.format(doc_id=doc_id, page_id=page_id)
 
 
 def doc_question(doc_id: str, question: str) -> str:

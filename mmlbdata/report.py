@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Optional
+from pathlib import Path
+from typing import Mapping, Optional
 
 logger = logging.getLogger("mmlbdata")
 
@@ -17,10 +19,28 @@ class Skipped:
     file: str
     record: Optional[str]
     reason: str
+    field: Optional[str] = None  # the record's field at fault, where one is (``ctxs[1]``; the reason names it too)
 
     def __str__(self) -> str:
         where = f"{self.file} [{self.record}]" if self.record is not None else self.file
         return f"{where}: {self.reason}"
+
+
+def source_label(path: object, sources: Mapping[str, os.PathLike]) -> str:
+    """How a manifest names a file: ``<source folder name>/<path inside it>`` for a file under one of
+    the build's source roots, the path as given otherwise.
+
+    Why: the same config built locally (sources as the user typed them, often relative) or as a
+    Ray task (sources made absolute for the worker) must record the same thing, and a published
+    manifest should not carry this machine's folders. The source folder's name is what the
+    manifest's ``sources`` field records too (:func:`source_label` of the root itself).
+    """
+    for spell in (os.path.abspath, os.path.realpath):  # as given, and with symlinks resolved (resolve_inside)
+        target = Path(spell(path))
+        for root in sorted((Path(spell(r)) for r in sources.values()), key=lambda r: -len(r.parts)):
+            if target == root or root in target.parents:
+                return (Path(root.name) / target.relative_to(root)).as_posix()
+    return str(path)
 
 
 @dataclass
@@ -30,11 +50,14 @@ class BuildReport:
     skipped: list[Skipped] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     counts: Counter = field(default_factory=Counter)
+    #: source key -> root; set by the build so files are named by :func:`source_label`
+    sources: Mapping[str, os.PathLike] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def skip(self, file: object, record: object, reason: str) -> None:
-        """Record that ``record`` of ``file`` was skipped because of ``reason``."""
-        item = Skipped(str(file), None if record is None else str(record), reason)
+    def skip(self, file: object, record: object, reason: str, field: Optional[str] = None) -> None:
+        """Record that ``record`` of ``file`` was skipped because of ``reason`` (``field``: the
+        record's field at fault, when the reason is about one)."""
+        item = Skipped(source_label(file, self.sources), None if record is None else str(record), reason, field)
         logger.info("skipped %s", item)
         with self._lock:
             self.counts["skipped"] += 1

@@ -19,6 +19,7 @@ from mmlbdata import locks
 from mmlbdata.build import build_configs, cap_num_proc, config_lock_path
 from mmlbdata.card import human_bytes, render_card
 from mmlbdata.cli import main
+from mmlbdata.report import source_label
 from mmlbdata.writer import read_manifest
 
 CONFIG = "vh_single_8k"
@@ -54,7 +55,7 @@ def test_success_leaves_no_lock_file_and_manifest_records_the_real_report(tmp_pa
     result = _build(out, coco, tokenizer_path)
     assert result.ok, result.error
     report = read_manifest(out, CONFIG)["report"]
-    assert report["num_skipped"] >= 1 and any(s["file"] == str(bad) for s in report["skipped"])
+    assert report["num_skipped"] >= 1 and any(s["file"] == source_label(bad, {"coco": coco}) for s in report["skipped"])
     assert _leftovers(out) == []
     render_card(out, plot=False)
     body = (out / "README.md").read_text()

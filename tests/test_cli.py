@@ -29,9 +29,11 @@ def test_demo_builds_loadable_configs(tmp_path, tokenizer_path, capsys, monkeypa
 def test_list_and_sources(capsys):
     assert main(["list", "vh_*"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    # 5 lengths x 2 datasets, + vh_single_4k / vh_multi_4k (the official release's 4K files)
-    assert len(lines) == 13 and lines[0].split() == ["config", "family", "length", "metric", "sources"]
+    # 5 lengths + 256k/512k (the extended release) x 2 datasets, + vh_single_4k / vh_multi_4k (the
+    # official release's 4K files)
+    assert len(lines) == 17 and lines[0].split() == ["config", "family", "length", "metric", "sources"]
     assert lines[1].startswith("vh_single_8k") and lines[-1].startswith("vh_multi_4k")
+    assert any(line.split()[:3] == ["vh_single_512k", "vh", "524288"] for line in lines)
     assert main(["list", "--sources"]) == 0
     listing = capsys.readouterr().out
     assert listing.startswith("source key") and "coco" in listing and "mmlb_release" in listing

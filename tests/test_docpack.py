@@ -15,18 +15,21 @@ def test_prompt_is_the_template_verbatim():
     pages = [("PG_2021.03.04_US-Views-on-China_FINAL.pdf", 0), ("other.pdf", 3)]
     question = docqa_question("PG_2021.03.04_US-Views-on-China_FINAL.pdf", "Who?")
     assert question == "Based on Document PG_2021.03.04_U, answer the following question. Who?"
-    prompt = docqa_prompt(pages, question)
+    prompt = docqa_prompt(pages, question, "v1.0")
     assert prompt.startswith("You are given a document with text and images, and a question. "
                              "Answer the question as concisely as you can, using a single phrase "
                              "or sentence if possible. If the question cannot be answered based "
                              "on the information in the article, write 'Not answerable.' Write "
                              "your answer in the following format:\nAnswer: [answer]\n\n")
-    # data.py load_doc_qa: item_template "Document {doc_id:.15} (page {page_id}): <image>" (L426)
+    # protocol v1.0: data.py @26197d2 load_doc_qa item_template "Document {doc_id:.15} (page {page_id}): <image>" (L426)
     assert ("Document PG_2021.03.04_U (page 0): <image>\n\nDocument other.pdf (page 3): <image>\n\n"
             "Question: Based on Document PG_2021.03.04_U") in prompt
     assert prompt == DOCQA_TEMPLATE.format(
         context="Document PG_2021.03.04_U (page 0): <image>\n\nDocument other.pdf (page 3): <image>",
         question=question)
+    # protocol v1.1 (default): data.py @22b9f27 L436 "Document {doc_id:.15}: <image>", no page id
+    assert docqa_prompt(pages, question) == DOCQA_TEMPLATE.format(
+        context="Document PG_2021.03.04_U: <image>\n\nDocument other.pdf: <image>", question=question)
 
 
 def test_truncates_evenly_keeping_answer_pages():

@@ -48,10 +48,10 @@ def check_rows(rows, counter, length):
         assert {d for d, _ in pages} == {meta["doc_id"], *meta["padding_docs"]}
         if meta["padding_docs"]:
             assert not meta["truncated"] and own[0] == 0  # padded documents are whole
-        # data.py load_doc_qa (item_template, L426; page_id from the page file name, L439): every
-        # page named with its document's first 15 characters and its 0-based page index, in order
+        # data.py load_doc_qa @22b9f27 (protocol v1.1, the default; item_template L436, doc_id from the
+        # page file's folder L449): every page named with its document's first 15 characters, in order
         items = row["prompt"].split("Answer: [answer]\n\n", 1)[1].split("\n\nQuestion: ")[0].split("\n\n")
-        assert items == [f"Document {doc_id[:15]} (page {index}): <image>" for doc_id, index in pages]
+        assert items == [f"Document {doc_id[:15]}: <image>" for doc_id, _index in pages]
         assert row["question"].startswith(f"Based on Document {meta['doc_id']:.15}, answer")
     return [json.loads(r["meta"]) for r in rows]
 

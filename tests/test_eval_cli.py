@@ -287,9 +287,11 @@ def test_run_failed_batch_is_reported_and_resumable(built, tmp_path, capsys):
 
 
 def test_eval_parity_switch_and_a_non_utf8_line(built, tmp_path, capsys):
-    """--parity official: a bare "1" is yes, no yes/no takes the cycling default (0,1,1,0 by example
-    order: vh1 gets 1 = yes, wrong; vh2 gets 1, right); the default scores all three 0. The
-    non-UTF-8 line is reported by number and skipped; --original-bugs is the same as official."""
+    """--parity official: each output is scored as the runner's "Answer:" + output (eval.py L73-74
+    @22b9f27), so a bare "1" is no number ("Answer:1") and, like no yes/no at all, takes the cycling
+    default (0,1,1,0 by example order: vh0 gets 0 = no, wrong; vh1 gets 1 = yes, wrong; vh2 gets 1,
+    right); the default scores all three 0. The non-UTF-8 line is reported by number and skipped;
+    --original-bugs is the same as official."""
     preds = tmp_path / "p.jsonl"
     lines = [json.dumps({"id": i, "config": "vh_single_8k", "prediction": p}).encode()
              for i, p in (("vh0", "1"), ("vh1", "maybe"), ("vh2", "hmm"))]
@@ -302,5 +304,5 @@ def test_eval_parity_switch_and_a_non_utf8_line(built, tmp_path, capsys):
         scores[tuple(flags)] = report["configs"]["vh_single_8k"]["score"]
         assert [m["line"] for m in report["problems"]["malformed_lines"]] == [3]
         assert report["problems"]["malformed_lines"][0]["error"].startswith("not UTF-8")
-    assert scores == {("--parity", "official"): pytest.approx(2 / 3), (): 0.0, ("--original-bugs",): pytest.approx(2 / 3)}
+    assert scores == {("--parity", "official"): pytest.approx(1 / 3), (): 0.0, ("--original-bugs",): pytest.approx(1 / 3)}
     assert "line 3: not UTF-8" in capsys.readouterr().out

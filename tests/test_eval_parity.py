@@ -17,6 +17,9 @@ from mmlbdata.evaluation.metrics import get_metric, metric_names
 
 MMLB = "MMLongBench utils.py"
 DATA = "MMLongBench data.py"
+#: the runners score the loader's system_template + the output: eval.py L73-74, eval_api.py L91-92,
+#: eval_api_batch.py L83-84, the same lines at 26197d2 (v1.0) and 22b9f27 (v1.1)
+RUN = "MMLongBench eval.py L73-74 `prepend_text + output[\"output\"]`"
 DOC = "MMLongBench-Doc eval/eval_score.py"
 RB = "readbench run_eval.py"
 
@@ -35,8 +38,9 @@ CASES = [
     ("sub_em", "London", {"answers": []}, 0.0, 0.0, f"{MMLB} drqa_metric_max_over_ground_truths: `ground_truths[0]` IndexError"),
     # binary_acc (a fresh metric: position 0, default answer 0 = "no")
     ("binary_acc", "Yes, I think so", ex("Yes"), 1.0, 1.0, f"{MMLB} extract_binary_label: last `\\b(?:yes|no)\\b`"),
-    ("binary_acc", "1", ex("Yes"), 1.0, 0.0, f"{MMLB} extract_binary_label: `if prediction.strip().isdigit(): return int(...)`"),
-    ("binary_acc", "0", ex("No"), 1.0, 0.0, f"{MMLB} extract_binary_label: `return int(prediction.strip())`"),
+    # "Answer:1" is not `isdigit()`: no label, the default answer 0 (no) of position 0
+    ("binary_acc", "1", ex("Yes"), 0.0, 0.0, f"{RUN} + {MMLB} extract_binary_label: `prediction.strip().isdigit()`"),
+    ("binary_acc", "0", ex("No"), 1.0, 0.0, f"{RUN} + {DATA} DefaultAnswerGenerator: `[0, 1, 1, 0]`, first is 0"),
     ("binary_acc", "I cannot tell", ex("No"), 1.0, 0.0, f"{DATA} DefaultAnswerGenerator: `[0, 1, 1, 0]`, first is 0"),
     ("binary_acc", "Answer: yes. But no", ex("No"), 1.0, 1.0, f"{MMLB} extract_binary_label: `(?!.*\\b(?:yes|no)\\b)` last one"),
     # count_acc
@@ -49,7 +53,9 @@ CASES = [
     ("count_acc", "-1", ex("[1]"), 1.0, 0.0, f"{MMLB} extract_cnt_list: `re.findall(r'\\d+', prediction)` drops the sign"),
     ("count_acc", "Answer: [1, 2]", ex("[1, 2]"), 1.0, 1.0, f"{MMLB} extract_cnt_list: pattern1 `\\[[\\d\\s,]+\\]`"),
     # mc_acc
-    ("mc_acc", "Answer: Because of the image", ex("B"), 1.0, 0.0, f"{MMLB} extract_choice_letter: `r'[aA]nswer:\\s*([A-J])'`"),
+    # "Answer:Answer: Because ...": the prepended `Answer:` reads the A of the output's own `Answer`
+    ("mc_acc", "Answer: Because of the image", ex("B"), 0.0, 0.0, f"{RUN} + {MMLB} extract_choice_letter: `r'[aA]nswer:\\s*([A-J])'`"),
+    ("mc_acc", "Because the image shows it", ex("B"), 1.0, 0.0, f"{RUN} + {MMLB} extract_choice_letter: `r'[aA]nswer:\\s*([A-J])'`"),
     ("mc_acc", "Answer: (B) since A is wrong", ex("B"), 0.0, 1.0, f"{MMLB} extract_choice_letter: pattern3 last `\\b[A-J]\\b`"),
     ("mc_acc", "The answer is (B).", ex("B"), 1.0, 1.0, f"{MMLB} extract_choice_letter: `r'answer is \\(?([A-J])\\)?'`"),
     ("mc_acc", "B", ex("1"), 1.0, 1.0, f"{MMLB} calculate_metrics: `int(choice == answers)` (gold index 1 = B)"),
@@ -61,8 +67,9 @@ CASES = [
     ("rouge_l", "Answer: the cat sat", ex("the cat sat"), 6 / 7, 1.0, f"{DATA} load_gov_report: `prefix=system_template` is `Summary:`"),
     ("rouge_l", "Summary: the cat sat", ex("the cat sat"), 1.0, 1.0, f"{MMLB} parse_output: text after `Summary:`"),
     # docqa
-    ("docqa", "The total is 5. Answer: 7", ex("5", answer_format="Integer"), 0.0, 1.0,
-     f"{DATA} dcoqa_post_process: `calculate_metrics(parsed_pred, ...)` only"),
+    # parse_output of "Answer:The total is 5. Answer: 7" is the whole output, 5 among its numbers
+    ("docqa", "The total is 5. Answer: 7", ex("5", answer_format="Integer"), 1.0, 1.0,
+     f"{RUN} + {DATA} dcoqa_post_process: `calculate_metrics(parsed_pred, ...)` only"),
     ("docqa", "Paris", ex("Paris", answer_format="Weird"), 0.0, 1.0, f"{MMLB} eval_docqa_score: `raise KeyError(\"Wrong answer type:\")`"),
     ("docqa", "200", ex("[2.0]", answer_format="List"), 1.0, 1.0, f"{MMLB} eval_docqa_score: `isinstance(gt, float)` -> Float, x100"),
     ("docqa", "200", ex("['2.0']", answer_format="List"), 0.0, 0.0, f"{MMLB} get_str_type: `num == int(num)` -> Integer"),
@@ -180,6 +187,18 @@ def test_longbench_f1_is_on_the_raw_text_officially():
     assert get_metric("longbench_f1").score(prediction, example).extra["f1"] == 1.0
 
 
+# ReadBench longbench_metrics.py @b6546cb lines 119-141 (dataset2metric), the subsets it scores with
+# qa_f1_score; run_eval.py lines 628-631 look the subset up without its "_e" suffix.
+OFFICIAL_QA_F1_SUBSETS = {"narrativeqa", "qasper", "multifieldqa_en", "hotpotqa", "2wikimqa", "musique", "triviaqa"}
+
+
+def test_longbench_subsets_built_are_those_the_official_table_scores_with_qa_f1():
+    """longbench_f1's official mode is qa_f1_score only; a built subset with another official scorer
+    (trec: classification_score, samsum: rouge_score, passage_count: count_score) would need it."""
+    from mmlbdata.sources.readbench import LONGBENCH_SUBSETS
+    assert {s[:-2] if s.endswith("_e") else s for s in LONGBENCH_SUBSETS} <= OFFICIAL_QA_F1_SUBSETS
+
+
 def test_rouge_lsum_is_taken_per_key_officially():
     """data.py default_post_process: `mets = {k: max(v, new_mets[k]) ...}` per key."""
     example = ex("the cat sat")
@@ -221,6 +240,118 @@ def test_summ_replies_are_read_in_order_and_reading_stops_at_the_first_without_j
     replies[0] = '{"fluency": 1}'
     result = get_metric("summ_judge", parity="official", judge=ScriptedJudge(replies)).score("s", example)
     assert result.extra["judge_failed"] and result.extra["official_crash"].startswith("IndexError")
+
+
+class RecordingJudge(ScriptedJudge):
+    """A scripted judge that keeps the prompts it was sent."""
+
+    def __init__(self, replies):
+        super().__init__(replies)
+        self.requests = []
+
+    def complete_many(self, requests, **kwargs):
+        self.requests += list(requests)
+        return super().complete_many(requests, **kwargs)
+
+
+@pytest.mark.parametrize("dataset", ["govreport", "multi_lexsum"])
+def test_summ_judge_reads_the_runner_text_officially(dataset):
+    """eval_gpt4_summ.py (MMLongBench 22b9f27 = 26197d2) reads the runner's saved output, which is
+    `"Summary:" + output` (eval.py L73-74 at both commits); line 348-349: `if d["output"].startswith("Summary:"):
+    d["output"] = d["output"][8:].strip()` drops that prepended prefix only, and lines 352-358 format
+    `d["output"].strip()`: " Summary: leading space" is sent as "Summary: leading space", and
+    "Summary:  x " as "Summary:  x" (the model's own prefix is kept) in all three prompts."""
+    example = {"id": "s", "dataset": dataset, "answers": ["expert"], "meta": {"keypoints": ["a"]}}
+    replies = ['{"fluency": 1}', '{"recall": 1}', '{"precision": 1, "sentence_count": 1}']
+    sent = {}
+    for parity in ("official", "default"):
+        judge = RecordingJudge(replies * 2)
+        get_metric("summ_judge", parity=parity, judge=judge).score_many(
+            [" Summary: leading space", "Summary:  x "], [example, example])
+        sent[parity] = judge.requests
+    fluency_text = [r.rsplit("Text: ", 1)[1] for r in sent["official"][0::3]]
+    assert fluency_text == ['"Summary: leading space"\n', '"Summary:  x"\n']
+    assert all("Summary: leading space" in r for r in sent["official"][:3])
+    assert all("Summary:  x" in r for r in sent["official"][3:])  # the model's own prefix, two spaces kept
+    assert [r.rsplit("Text: ", 1)[1] for r in sent["default"][0::3]] == ['"leading space"\n', '"x"\n']
+    assert not any("Summary:  x" in r for r in sent["default"])
+
+
+# --- the runner's text: system_template + output ----------------------------------------------------
+# eval.py L73-74, eval_api.py L91-92, eval_api_batch.py L83-84 (the same at 26197d2 and 22b9f27):
+# `prepend_text = data["system_template"].format(**test_item); output["output"] = prepend_text + output["output"]`,
+# then `data["post_process"](output, test_item)`. The system_templates: data.py load_vrag L42,
+# load_icl_er L323 (`label:`), load_gov_report L371 / load_multi_lexsum L405 (`Summary:`), load_doc_qa L437
+# (@22b9f27 line numbers). utils.py parse_output: @22b9f27 L125 (DOTALL: all after the first prefix),
+# @26197d2 L123 (the rest of the first prefix's line).
+# (metric, prediction, example, official v1.1, official v1.0, default, left out officially, derivation)
+RUNNER_CASES = [
+    # chain of thought: the first `Answer:` is the prepended one, so parse_output keeps the whole output;
+    # String gold: token F1 of "let me think answer paris" vs "paris" = 2 * (1/5) / (1 + 1/5) = 1/3
+    ("docqa", "Let me think. Answer: Paris", ex("Paris", answer_format="String"), 1 / 3, 1 / 3, 1.0, False,
+     "data.py L466-470 dcoqa_post_process: parse_output(\"Answer:Let me think. Answer: Paris\")"),
+    # v1.0 reads the first line after the prepended prefix: "Let me think." (F1 0)
+    ("docqa", "Let me think.\nAnswer: Paris", ex("Paris", answer_format="String"), 1 / 3, 0.0, 1.0, False,
+     "utils.py @26197d2 L123 `(?:{prefix})(.*)(?:\\n|$)` on \"Answer:Let me think.\\nAnswer: Paris\""),
+    # sub_em: the raw text holds the gold either way
+    ("sub_em", "Let me think. Answer: Paris", ex("Paris"), 1.0, 1.0, 1.0, False,
+     "utils.py substring_exact_match_score on \"Answer:Let me think. Answer: Paris\""),
+    # the model repeats the prefix: "Answer:Answer: Answer: Paris" -> lstrip_string drops one copy ->
+    # "Answer: Paris"; F1 of "answer paris" vs "paris" = 2/3
+    ("docqa", "Answer: Answer: Paris", ex("Paris", answer_format="String"), 2 / 3, 2 / 3, 1.0, False,
+     "utils.py L130 `lstrip_string(matches[1].strip(), prefix)` removes one repeated prefix only"),
+    # ICL: "label:" + "7 - it matches example 2": extract_class_num's `label:\s*(\d+)` reads 7 on the raw text
+    ("cls_acc", "7 - it matches example 2", ex("7"), 1.0, 1.0, 0.0, False,
+     "data.py load_icl_er L323 `system_template = \"label:\"`, utils.py extract_class_num pattern 1"),
+    # "label:3\nlabel: 5": raw reads 3 (white_space_fix, first `label:`); parsed v1.1 "3\nlabel: 5" -> 5,
+    # parsed v1.0 "3" -> 3
+    ("cls_acc", "3\nlabel: 5", ex("5"), 1.0, 0.0, 1.0, False,
+     "utils.py parse_output @22b9f27 L125 vs @26197d2 L123 on \"label:3\\nlabel: 5\""),
+    # summary: ROUGE on the raw "Summary:of the case": tokens summary of the case = the gold: 1.0;
+    # parsed "of the case": P 1, R 3/4 -> 6/7 (the default's only candidate)
+    ("rouge_l", "of the case", ex("summary of the case"), 1.0, 1.0, 6 / 7, False,
+     "data.py L25-31 default_post_process: rouge on the raw output, then the parsed, max per key"),
+    # empty output: the raw "Summary:" still scores (LCS 1: P 1, R 1/4 -> 0.4); parsed "" -> left out by the
+    # API runners (eval_api.py L97, eval_api_batch.py L114 `if parsed_output != ""`)
+    ("rouge_l", "", ex("summary of the case"), 0.4, 0.4, 0.0, True,
+     "data.py default_post_process on \"Summary:\"; eval_api_batch.py L114"),
+    ("docqa", "", ex("5", answer_format="Integer"), 0.0, 0.0, 0.0, True,
+     "parse_output(\"Answer:\") is \"\"; eval_api_batch.py L114"),
+    # Visual Haystack: "Answer:" + "" has no yes/no and is not a number: the default answer (0 = no)
+    ("binary_acc", "", ex("No"), 1.0, 1.0, 0.0, False,
+     "data.py vh_post_process: `calculate_metrics((prediction, default_answer), ...)` on \"Answer:\""),
+]
+
+
+@pytest.mark.parametrize("protocol", ["v1.1", "v1.0"])
+@pytest.mark.parametrize("name,prediction,example,v11,v10,default,left_out,line", RUNNER_CASES,
+                         ids=[f"{c[0]}:{c[1][:24]!r}" for c in RUNNER_CASES])
+def test_official_scores_the_runner_text(name, prediction, example, v11, v10, default, left_out, line, protocol):
+    example = {"id": "case", **example}
+    [result] = get_metric(name, parity="official", protocol=protocol).score_many([prediction], [example])
+    assert result.score == pytest.approx(v11 if protocol == "v1.1" else v10), line
+    assert bool(result.extra.get("left_out")) == left_out, line
+    [ours] = get_metric(name, protocol=protocol).score_many([prediction], [example])
+    assert ours.score == pytest.approx(default) and not ours.extra.get("left_out"), line
+
+
+def test_official_judge_reads_the_runner_text():
+    """data.py @22b9f27 L535 `parse_output(prediction, prefix=system_template)` on the runner's text,
+    then utils.py L440 `CURRENT_CASE_PROMPT.format(..., prediction=pred)`: the v1.1 judge gets the whole
+    chain of thought; the default mode sends the text after the model's own `Answer:`."""
+    from mmlbdata.evaluation import docqa_judge as dj
+
+    case = "<Student Answer>: {prediction}|{question}|{reference}"
+    prompts = dj.JudgePrompts({dj.SINGLE: "S", dj.SINGLE_CASE: case, dj.LIST: "L", dj.LIST_CASE: case})
+    example = {"id": "j", "dataset": "mmlongdoc", "question": "Where?", "answers": ["Paris"],
+               "meta": {"answer_format": "String"}}
+    sent = {}
+    for parity in ("official", "default"):
+        judge = RecordingJudge(["[Score]: 1 point"])
+        get_metric("docqa", parity=parity, judge=judge, judge_prompts=prompts).score_many(
+            ["Let me think. Answer: Paris"], [example])
+        sent[parity] = judge.requests[0].split("<Student Answer>: ", 1)[1].split("|")[0]
+    assert sent == {"official": "Let me think. Answer: Paris", "default": "Paris"}
 
 
 def test_parity_value_is_checked():
@@ -266,17 +397,19 @@ def test_card_shows_the_rows_of_its_metrics(tmp_path, coco_mini, tokenizer_path)
 
 def test_lmms_eval_hooks_follow_mmlb_parity(monkeypatch):
     """The exported task's process_results scores at $MMLB_PARITY (one instance per metric, so the
-    official binary default answer cycles over the docs in order)."""
+    official binary default answer cycles over the docs in order), on the runner's text: "1" is
+    scored as "Answer:1" (eval.py L73-74), which holds no label, so position 0's default (0 = no)."""
     from mmlbdata.exports import lmms_eval_hooks as hooks
 
     monkeypatch.setattr(hooks, "_OFFICIAL", {})
-    doc = {"id": "v", "answers": ["Yes"], "metric": "binary_acc", "meta": "{}"}
+    no = {"id": "v", "answers": ["No"], "metric": "binary_acc", "meta": "{}"}
+    yes = {**no, "answers": ["Yes"]}
     monkeypatch.delenv("MMLB_PARITY", raising=False)
-    assert hooks.process_results(doc, ["1"])["mmlb_score"]["score"] == 0.0
+    assert hooks.process_results(no, ["1"])["mmlb_score"]["score"] == 0.0
     monkeypatch.setenv("MMLB_PARITY", "official")
-    assert hooks.process_results(doc, ["1"])["mmlb_score"]["score"] == 1.0
+    assert hooks.process_results(no, ["1"])["mmlb_score"]["score"] == 1.0
     # positions 1 and 2 of the cycle are 1 (yes): two unanswered docs in a row both score 1
-    assert [hooks.process_results(doc, ["hmm"])["mmlb_score"]["score"] for _ in range(2)] == [1.0, 1.0]
+    assert [hooks.process_results(yes, ["hmm"])["mmlb_score"]["score"] for _ in range(2)] == [1.0, 1.0]
 
 
 def test_lmms_eval_hooks_restart_the_official_cycle_per_file(monkeypatch):
@@ -358,3 +491,23 @@ def test_binary_default_answer_follows_the_config_row_even_when_predictions_are_
     predictions = {"v1": {"prediction": "hmm"}, "v3": {"prediction": "hmm"}}
     report = evaluate_config(examples, predictions, {"*": {"parity": "official"}})
     assert {e["id"]: e["score"] for e in report["examples"]} == {"v1": 1.0, "v3": 1.0}
+
+
+def test_the_prepended_template_is_the_loader_of_every_mmlongbench_config():
+    """data.py load_data (@22b9f27 L607-641) picks the loader by dataset name, and the loader fixes both
+    the system_template the runner prepends (eval.py L73) and the post_process that scores: every
+    config MMLongBench releases must be scored with its loader's template (mmlbdata.prompts)."""
+    from mmlbdata.evaluation.metrics.mmlongbench import MMLongBenchMetric
+    from mmlbdata.prompts import answer_prefix
+    from mmlbdata.registry import all_configs
+
+    seen = set()
+    for name, entry in all_configs().items():
+        spec = entry.config.release_file
+        if spec is None:
+            continue
+        metric = get_metric(entry.config.metric, parity="official")
+        assert isinstance(metric, MMLongBenchMetric), name
+        assert metric.system_template == answer_prefix(spec.kind), name
+        seen.add(spec.kind)
+    assert {"vrag", "vh", "icl", "gov", "lexsum", "docqa"} <= seen

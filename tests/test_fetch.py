@@ -130,10 +130,13 @@ def test_hard_links_are_renamed_by_strip_or_refused(tmp_path):
 def test_registry_covers_every_source_key_with_origin_and_licence():
     from mmlbdata.registry import families, sources_by_key
 
+    from mmlbdata.evaluation.docqa_judge import SOURCE_KEY as JUDGE_PROMPTS  # read by mmlb eval, no builder
+
     registry = F.load_registry()
-    assert set(sources_by_key()) == set(registry)
+    assert set(sources_by_key()) == set(registry) - {JUDGE_PROMPTS}
     users = {key: {family for family, _ in fam} for key, fam in sources_by_key().items()}
     users.setdefault("mmlb_release", set())
+    users.setdefault(JUDGE_PROMPTS, set())
     for key, entry in registry.items():
         assert entry.licence and entry.origin and entry.size and entry.verified, key
         for part in entry.parts:
@@ -176,6 +179,9 @@ REAL_LAYOUT = {  # archive members in each release's real layout (small stand-in
     "longbench:data": {"data/narrativeqa.jsonl": b"{}\n"},
     "mmlb_release:data": {"mmlb_data/vrag/infoseek_K8.jsonl": b"{}\n"},
     "mmlb_release:images": {"mmlb_image/vh/a.jpg": b"jpg", "mmlb_image/icl/b.jpg": b"jpg"},
+    # the extended release's per-length archives (inner layout UNVERIFIED: a top-level mmlb_image/)
+    **{f"mmlb_release_tsv:images_{k}": {f"mmlb_image/{k.upper()}/NIAH/a.jpg": b"jpg"}
+       for k in ("32k", "128k", "256k", "512k")},
     "mmneedle_release:metadata": {"metadata_stitched/annotations_10_2_2.json": b"[]",
                                   "metadata_stitched/2_annotations_10_2_2.json": b"[]"},
     "mmneedle_release:images": {"images_stitched/2_2/0.jpg": b"jpg"},
@@ -402,6 +408,61 @@ def test_cli_takes_the_mirror_from_the_environment(tmp_path, monkeypatch, capsys
         assert main(["fetch", "kilt", "--allow-large", "--dest", str(tmp_path), "--no-progress", "--retries", "0"]) == 0
     assert "1 fetched" in capsys.readouterr().out
     assert (tmp_path / "kilt" / "kilt_knowledgesource.json").read_bytes() == b'{"id": 1}\n'
+
+
+KILT = "/dl.fbaipublicfiles.com/KILT/kilt_knowledgesource.json"
+
+
+def test_an_empty_download_is_refused_not_recorded_and_retried(tmp_path, capsys):
+    """Issue #27 case 5: a mirror serving a 0-byte kilt_knowledgesource.json (the registry lists no
+    size for it) gave rc=0, "1 fetched" and a 0-byte file placed."""
+    args = ["fetch", "kilt", "--allow-large", "--dest", str(tmp_path), "--no-progress", "--retries", "0"]
+    with LoopbackServer({KILT: b""}) as http:
+        assert main([*args, "--mirror", http.url("/")]) == 1
+    out = capsys.readouterr()
+    assert "FAILED   kilt:knowledge_source: kilt_knowledgesource.json: empty download (0 bytes)" in out.out + out.err
+    assert not (tmp_path / "kilt").exists() and not (tmp_path / F.STATE_DIR / "kilt.knowledge_source.json").exists()
+    with LoopbackServer({KILT: b'{"id": 1}\n'}) as http:  # the rerun tries again
+        assert main([*args, "--mirror", http.url("/")]) == 0
+    assert "1 fetched" in capsys.readouterr().out
+    assert (tmp_path / "kilt" / "kilt_knowledgesource.json").read_bytes() == b'{"id": 1}\n'
+
+
+def test_an_empty_file_placed_by_an_earlier_run_is_fetched_again(tmp_path):
+    registry = F.load_registry()
+    parts = F.select_parts(registry, ["kilt"])
+    (tmp_path / "kilt").mkdir()
+    (tmp_path / "kilt" / "kilt_knowledgesource.json").write_bytes(b"")
+    F._write_record(tmp_path, parts[0], ["kilt_knowledgesource.json"], None)  # as a run before #27 left it
+    assert F.describe_plan(registry, parts, tmp_path, F.FetchOptions(allow_large=True)).startswith("fetch ")
+
+
+def test_a_download_below_its_format_floor_or_declared_size_is_refused(tmp_path):
+    from mmlbdata.download import plausible_floor
+
+    assert [plausible_floor(n) for n in ("a.zip", "b.tar.gz", "c.tar", "d.json", "e.md", "f.tar.part.aa")] == [
+        22, 18, 1, 2, 1, 1]
+    part = F.Part(key="coco", name="annotations2017", url="http://images.cocodataset.org/annotations/x.zip",
+                  extract="zip")
+    entry = F.load_registry()["coco"]
+    with LoopbackServer({"/images.cocodataset.org/annotations/x.zip": b"PK\x05\x06"}) as http:
+        options = F.FetchOptions(mirror=http.url("/"), progress=False, retries=0)
+        outcome = F.fetch_part(tmp_path, part, entry, options)
+        assert outcome.status == "failed" and "x.zip: 4 bytes, less than any .zip file can have (22)" in outcome.detail
+        outcome = F.fetch_part(tmp_path, replace(part, size=10), entry, options)  # the registry's size
+        assert outcome.status == "failed" and "expected 10, got 4" in outcome.detail
+    assert not (tmp_path / F.STATE_DIR / "coco.annotations2017.json").exists()
+
+
+def test_an_empty_hub_file_is_refused_and_removed_from_staging(tmp_path):
+    registry = F.load_registry()
+    parts = F.select_parts(registry, ["gpqa"])
+    with LoopbackHub({"Idavidrein/gpqa": {"gpqa_diamond.csv": b""}}) as hub:
+        report = F.fetch(registry, parts, tmp_path, F.FetchOptions(endpoint=hub.endpoint, progress=False))
+    outcome = report.outcomes[0]
+    assert outcome.status == "failed" and "gpqa_diamond.csv: empty download (0 bytes)" in outcome.detail
+    assert not list((tmp_path / F.STATE_DIR / "downloads").rglob("gpqa_diamond.csv"))
+    assert not (tmp_path / "gpqa").exists() and report.keys_ready() == set()
 
 
 def test_cli_list_dry_run_and_errors(tmp_path, capsys):

@@ -20,7 +20,7 @@ import pytest
 from PIL import Image
 
 from mmlbdata.build import build_configs
-from mmlbdata.report import BuildReport
+from mmlbdata.report import BuildReport, source_label
 from mmlbdata.sources.coco import read_instances
 from mmlbdata.sources.coco_captions import read_captions
 from mmlbdata.store import (MAX_ASPECT_RATIO, MAX_IMAGE_PIXELS, BadImageError, ImageLimits, ImageStore,
@@ -189,7 +189,7 @@ def test_vh_build_on_hostile_coco_embeds_none_of_it(hostile_coco, tokenizer_path
                            store_root=tmp_path / "store", tokenizer=tokenizer_path, progress=False)[0]
     assert result.ok, result.error
     files = {s["file"] for s in result.report["skipped"]}
-    assert {str(bad["bomb"]), str(bad["thin"]), str(bad["train"])} <= files
+    assert {source_label(bad[k], {"coco": root}) for k in ("bomb", "thin", "train")} <= files
     forbidden = {sha(bad["outside"].read_bytes()), sha(bad["bomb"].read_bytes()), sha(bad["thin"].read_bytes())}
     shards = sorted((tmp_path / "out" / "data" / "vh_single_8k").glob("*.parquet"))
     rows = [row for shard in shards for row in pq.read_table(shard, columns=["images"]).column("images").to_pylist()]

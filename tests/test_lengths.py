@@ -104,3 +104,28 @@ def test_place_at_and_depth_index():
         place_at(list("ab"), ["X", "Y"], [1, 1])
     with pytest.raises(ValueError, match="do not fit"):
         place_at(list("ab"), ["X"], [3])
+
+
+def test_extended_lengths_parse_but_stay_out_of_the_five():
+    from mmlbdata.lengths import ALL_LENGTHS, EXTENDED_LENGTHS, LENGTHS, length_tokens, parse_config_name
+
+    assert parse_config_name("vh_single_512k") == ("vh_single", "512k")
+    assert parse_config_name("gov_report_256k") == ("gov_report", "256k")
+    assert length_tokens("256k") == 262144 and length_tokens("512K") == 524288
+    assert "256k" not in LENGTHS and EXTENDED_LENGTHS == {"256k": 262144, "512k": 524288}
+    assert list(ALL_LENGTHS) == ["8k", "16k", "32k", "64k", "128k", "256k", "512k"]
+    assert parse_config_name("vh_single_1024k") == ("vh_single_1024k", None)
+
+
+def test_the_length_benchmarks_source_is_coco_like_and_distinct(tmp_path):
+    """benchmarks/bench_lengths.py: every generated file distinct (the store keeps one copy per content),
+    640x480 by its header, read by the COCO reader with its categories."""
+    from benchmarks.bench_lengths import make_coco_like
+    from mmlbdata.report import BuildReport
+    from mmlbdata.sources.coco import read_instances
+    from mmlbdata.store import ImageStore
+
+    root = make_coco_like(tmp_path / "coco", 12, small=True)
+    images = read_instances(root, ImageStore(tmp_path / "store"), BuildReport())
+    assert len(images) == 12 and len({img.ref.name for img in images}) == 12
+    assert all((img.ref.width, img.ref.height) == (640, 480) and 1 <= len(img.categories) <= 3 for img in images)

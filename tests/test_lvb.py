@@ -184,6 +184,25 @@ def test_subtitles_only_and_test_split(release, tmp_path, counter):
     assert len(test) == 1 and test[0]["answers"] == [] and test[0]["dataset"] == "lvb_test"
 
 
+def test_cue_before_zero_is_built_and_reported(release, tmp_path, counter):
+    """A Whisper cue at [-0.8, 0.4] s (offset 0), frames at 0..5 s. LongVideoBench @fc3c5532
+    longvideobench_dataset.py lines 57-66 only shift it: midpoint -0.2 precedes frame 0, which lies
+    inside the 1.2 s cue, so the line comes first; the default clips it to [0, 0.4] (midpoint 0.2)."""
+    root = tmp_path / "early"
+    shutil.copytree(release, root)
+    (root / "subtitles" / "early.json").write_text(json.dumps([{"timestamp": [-0.8, 0.4], "text": "early line"}]))
+    (root / "lvb_val.json").write_text(json.dumps(
+        [_row(0, "friday.mp4", "early.json", FRIDAY_DURATION, starting_timestamp_for_subtitles=0.0)]))
+    for null_end, head, how in (("original", "early line\n<image>\n", "kept as LongVideoBench's loader keeps them"),
+                                ("next", "<image>\nearly line\n<image>\n", "clipped to the clip's start")):
+        examples, report = build("lvb_val_64f", root, tmp_path, counter, null_end=null_end)
+        assert len(examples) == 1 and report.num_skipped == 0
+        assert examples[0]["prompt"].startswith(head), null_end
+        assert [n for n in report.notes if "before 0 s" in n] == [
+            "lvb_val_64f: 1 row(s) read 1 subtitle cue(s) starting or ending before 0 s in their subtitle "
+            f"file; {how}"]
+
+
 def test_standardized_length_on_friday(release, tmp_path, counter):
     examples, _ = build("lvb_val_8k", release, tmp_path, counter)
     ex = examples[0]

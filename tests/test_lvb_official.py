@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 
 from mmlbdata.media.interleave import interleave
-from mmlbdata.media.subtitles import Cue, clip_cues, parse_json_cues
+from mmlbdata.media.subtitles import Cue, clip_cues, negative_cues, parse_json_cues
 
 
 def _seconds(stamp: str) -> float:
@@ -103,16 +103,39 @@ def test_caption_style_cues_follow_the_same_rule():
     assert official_order([0.0, 1.0], subs, 1, 5) == project_order([0.0, 1.0], subs, 1, 5) == [0, "hi", 1]
 
 
-def random_case(rng: random.Random):
+def test_cue_before_zero_is_shifted_like_any_other():
+    # The issue's case, longvideobench_dataset.py @fc3c5532 lines 57-66: duration 243.4, offset 0,
+    # one frame at 234.68, cue [-2.96, 26.05]: midpoint 11.545 < 234.68, so no frame first; the
+    # frame is not inside (-2.96, 26.05), so the line is left out; the frame closes the list: [0].
+    subs = [{"timestamp": [-2.96, 26.05], "text": "early"}]
+    assert official_order([234.68], subs, 0, 243.4) == [0]
+    assert project_order([234.68], subs, 0, 243.4) == [0]
+    assert project_order([234.68], subs, 0, 243.4, null_end="next") == [0]  # clipped to [0, 26.05]
+    # Where the modes part: cue [-0.8, 0.4], frames 0 and 1. Officially the midpoint -0.2 precedes
+    # frame 0 and the 1.2 s cue holds frame 0 strictly inside: ["early", 0, 1]. The default clips
+    # it to [0, 0.4] first: midpoint 0.2 follows frame 0; widened to [-0.3, 0.7], frame 0 inside.
+    subs = [{"timestamp": [-0.8, 0.4], "text": "early"}]
+    assert official_order([0.0, 1.0], subs, 0, 5) == project_order([0.0, 1.0], subs, 0, 5) == ["early", 0, 1]
+    assert project_order([0.0, 1.0], subs, 0, 5, null_end="next") == [0, "early", 1]
+    # with an offset, a negative start moves further back: [-3, 4] - 2 = [-5, 2], midpoint -1.5,
+    # frame 1.0 inside -> ["early", 0, 1]; the default keeps [0, 2] (midpoint 1): [0, 1, "early"]
+    subs = [{"timestamp": [-3.0, 4.0], "text": "early"}]
+    assert official_order([0.0, 1.0], subs, 2, 5) == project_order([0.0, 1.0], subs, 2, 5) == ["early", 0, 1]
+    assert project_order([0.0, 1.0], subs, 2, 5, null_end="next") == [0, 1, "early"]
+
+
+def random_case(rng: random.Random, lead_in: float = 0.0):
+    """A random clip and cue set; ``lead_in`` > 0 lets Whisper-style cues start up to that many
+    seconds before 0 s (caption-style cues stay at >= 0, as their HH:MM:SS strings do)."""
     duration = rng.uniform(1.0, 90.0)
     offset = rng.choice([0, 0, rng.uniform(0, 600)])
     stamps = official_stamps(duration, rng.choice([24.0, 25.0, 29.97, 30.0]), rng.choice([8, 16, 64]))
-    subs, t = [], max(0.0, offset - rng.uniform(0, 20))
+    subs, t = [], max(-lead_in, offset - rng.uniform(0, 20))
     for number in range(rng.randint(0, 25)):
         t += rng.uniform(0, 8)
         start, length = round(t, rng.choice([1, 2, 3])), rng.choice([0.0, rng.uniform(0, 1.2), rng.uniform(0, 12)])
         text = f"line{number}"
-        if rng.random() < 0.2:
+        if rng.random() < 0.2 and start >= 0:
             h, rest = divmod(start, 3600)
             m, s = divmod(rest, 60)
             end = start + length
@@ -140,3 +163,14 @@ def test_randomized_cue_sets_agree_with_the_reference_rule():
     # the default rule (next-cue null ends, cues clipped to the clip) is a documented choice
     # that does differ on such sets, so the comparison above can fail
     assert any(project_order(*c, null_end="next") != official_order(*c) for c in cases)
+
+
+def test_randomized_cue_sets_with_negative_times_agree_with_the_reference_rule():
+    rng = random.Random(20261125)
+    cases = [random_case(rng, lead_in=10.0) for _ in range(3000)]
+    negative = [c for c in cases if negative_cues(parse_json_cues(c[1]))]
+    assert len(negative) > 1000  # 1,506 sets the parser used to refuse
+    mismatches = [c for c in cases if project_order(*c) != official_order(*c)]
+    assert not mismatches, mismatches[:1]
+    # the default reads them too (clipped to the clip), and differs on some
+    assert any(project_order(*c, null_end="next") != official_order(*c) for c in negative)

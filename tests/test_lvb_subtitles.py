@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from mmlbdata.media.subtitles import (Cue, SubtitleError, clip_cues, parse_json_cues,
+from mmlbdata.media.subtitles import (Cue, SubtitleError, clip_cues, negative_cues, parse_json_cues,
                                       parse_timestamp, read_subtitles)
 
 
@@ -59,9 +59,9 @@ def test_json_shapes():
 @pytest.mark.parametrize("data, message", [
     ([{"timestamp": [1.0], "text": "x"}], "cue 0: bad timestamp"),
     ([{"start": "00:00:01.000", "end": "00:00:0x.0", "line": "x"}], "cue 0: bad timestamp"),
-    ([{"timestamp": [1, 2], "text": "a"}, {"timestamp": [5, 4], "text": "b"}], "cue 1: end 4.0 before"),
     ([{"timestamp": [float("nan"), 2], "text": "a"}], "cue 0: bad start"),
-    ([{"timestamp": [-1, 2], "text": "a"}], "cue 0: bad start"),
+    ([{"timestamp": [float("-inf"), 2], "text": "a"}], "cue 0: bad start"),
+    ([{"start": "-00:00:01.000", "end": "00:00:02.000", "line": "a"}], "cue 0: bad timestamp"),
     ([{"timestamp": [1, 2]}], "cue 0: bad text"),
     ([{"begin": 1}], "neither 'timestamp' nor 'start'"),
     ({"a": 1}, "expected a list"),
@@ -70,6 +70,39 @@ def test_json_errors_name_file_and_cue(data, message):
     with pytest.raises(SubtitleError) as err:
         parse_json_cues(data, "subs/x_en.json")
     assert str(err.value).startswith("subs/x_en.json") and message in str(err.value)
+
+
+def test_negative_json_times_are_read_as_written_and_counted():
+    # LongVideoBench @fc3c5532 longvideobench_dataset.py lines 57-63: `start, end = subtitle["timestamp"]`,
+    # then only `-= starting_timestamp_for_subtitles`: a Whisper cue before 0 s is no error there
+    cues = parse_json_cues([{"timestamp": [-2.96, 26.05], "text": "a"}, {"timestamp": [-1.5, -1.0], "text": "b"},
+                            {"timestamp": [-4, None], "text": "c"}, {"timestamp": [31.0, 32.0], "text": "d"}])
+    assert [(c.start, c.end) for c in cues] == [(-2.96, 26.05), (-1.5, -1.0), (-4.0, None), (31.0, 32.0)]
+    assert negative_cues(cues) == 3
+    assert negative_cues(clip_cues(cues[:1], offset=0, duration=243.4)) == 0  # clipped to [0, 26.05]
+    reversed_span = parse_json_cues([{"timestamp": [-2, -3], "text": "a"}])  # read; refused when clipped
+    with pytest.raises(SubtitleError, match="s.json: cue 0: end -3.0 before start -2.0"):
+        clip_cues(reversed_span, offset=0, duration=10, source="s.json")
+
+
+def test_reversed_json_spans_follow_the_reference_loader_under_original():
+    # LongVideoBench @fc3c5532 longvideobench_dataset.py line 58: `if not isinstance(end, float):
+    # end = duration`, so an integer end before its start is replaced, never an error; line 64
+    # shifts both; lines 77-79 re-centre any span shorter than 1 s (a reversed one included) on
+    # its midpoint before looking for a covering frame.
+    from mmlbdata.media.interleave import interleave
+    cues = parse_json_cues([{"timestamp": [30.0, 20], "text": "int end"},
+                            {"timestamp": [50.0, 40.0], "text": "float end"}])
+    kept = clip_cues(cues, offset=5.0, duration=100.0, null_end="original")
+    # int end -> duration 100.0, then both shifted by the offset: (25, 95); float span kept reversed
+    assert [(c.start, c.end) for c in kept] == [(25.0, 95.0), (45.0, 35.0)]
+    # frames at 40 (midpoint of the reversed span 45..35 is 40: re-centred to 39.5..40.5, covered)
+    assert interleave([40.0, 90.0], kept) == [0, "int end", "float end", 1]
+    with pytest.raises(SubtitleError, match="cue 0: end 20.0 before start 30.0"):
+        clip_cues(cues, offset=5.0, duration=100.0)  # the default reads the integer end as a time
+    two = parse_json_cues([{"timestamp": [1, 2], "text": "a"}, {"timestamp": [5, 4], "text": "b"}])
+    with pytest.raises(SubtitleError, match="subs/x_en.json: cue 1: end 4.0 before start 5.0"):
+        clip_cues(two, offset=0, duration=10, source="subs/x_en.json")
 
 
 def test_file_errors(tmp_path):

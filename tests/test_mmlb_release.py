@@ -161,6 +161,22 @@ def test_mm_niah_prompts(rel):
     assert choice.images == [p[0], p[1], p[2], p[3]] and choice.answers == ["B"]
 
 
+@pytest.mark.parametrize("kind", ["gov", "lexsum"])
+def test_summary_page_ids_come_from_the_release_names(kind):
+    """data.py load_gov_report / load_multi_lexsum (22b9f27 lines 381-382 and 415-416; 26197d2 lines
+    371-372 and 405-406, the same text): doc id `image_path.split("/")[-2]`, page id
+    `image_path.split("page")[1].split(".")[0]`, i.e. the text between the first "page" and the next
+    ".", never a count of the pages. A release naming pages from 1 prints "(page 1)"; "page_07.png"
+    prints "(page _07)"; a second "page" cuts the id ("page3page.png" -> "3")."""
+    names = ["summ/GAO-19-123/page1.png", "summ/GAO-19-123/page2.png", "summ/GAO-19-123/page_07.png",
+             "summ/case-77/page3page.png"]
+    summary = [{"section_title": "T", "paragraphs": ["p"]}] if kind == "gov" else "s"
+    row = release.assemble(kind, {"id": "x", "image_list": names, "summary": summary})
+    assert ("Document GAO-19-123 (page 1): <image>\n\nDocument GAO-19-123 (page 2): <image>\n\n"
+            "Document GAO-19-123 (page _07): <image>\n\nDocument case-77 (page 3): <image>\n\n") in row.prompt
+    assert row.images == names
+
+
 def test_summary_and_document_prompts(rel):
     """data.py load_gov_report / load_doc_qa: 'Document {doc_id:.15} (page {page_id}): <image>' from the
     path's folder and the text after 'page'; GovReport's summary joined as 'title:\\nparagraphs'; the
@@ -170,9 +186,16 @@ def test_summary_and_document_prompts(rel):
     assert gov.prompt.endswith("Government Report:\nDocument GAO-19-123 (page 0): <image>\n\nDocument "
                                "GAO-19-123 (page 1): <image>\n\nNow please summarize the report.")
     assert gov.answers == ["What GAO Found:\nFirst.\nSecond.\n\nWhat GAO Recommends:\nAct."]
-    doc = _rows(root, "docqa", "documentQA/mmlongdoc_K8.jsonl")
-    assert doc[0].prompt.endswith("Document 4055915 (page 0): <image>\n\nDocument 4055915 (page 1): <image>\n\n"
+    # protocol v1.0: data.py @26197d2 L426 item_template with "(page {page_id})", page_id from L439
+    v10 = [row for _, row in release.read_release_file(root / "mmlb_data" / "documentQA/mmlongdoc_K8.jsonl", "docqa",
+                                                       BuildReport(), protocol="v1.0")]
+    assert v10[0].prompt.endswith("Document 4055915 (page 0): <image>\n\nDocument 4055915 (page 1): <image>\n\n"
                                   "Document 4055915 (page 2): <image>\n\nQuestion: Based on Document 4055915, answer "
+                                  "the following question. What year?")
+    # protocol v1.1 (default): data.py @22b9f27 L436 "Document {doc_id:.15}: <image>", doc_id from L449
+    doc = _rows(root, "docqa", "documentQA/mmlongdoc_K8.jsonl")
+    assert doc[0].prompt.endswith("Document 4055915: <image>\n\nDocument 4055915: <image>\n\n"
+                                  "Document 4055915: <image>\n\nQuestion: Based on Document 4055915, answer "
                                   "the following question. What year?")
     assert doc[0].meta["answer_format"] == "Integer" and doc[1].answers == ["['a', 'b']"]
     assert json.loads(doc[1].meta["answer_json"]) == ["a", "b"]  # the release's JSON, for --parity official
@@ -568,18 +591,22 @@ def test_mmneedle_release_honours_answer_form(tmp_path, real_data, tokenizer_pat
     assert json.loads(multi["meta"])["answer_form"] == "official"
 
 
-def test_export_of_our_document_qa_rows_reassembles_exactly(real_data, tmp_path, tokenizer_path, caplog):
-    """Our doc-QA recipe prints 'Document X (page N): <image>' per page, as data.py @26197d2
-    (load_doc_qa's item_template): the export re-assembles every row without a mismatch warning."""
+@pytest.mark.parametrize("protocol", ["v1.1", "v1.0"])
+def test_export_of_our_document_qa_rows_reassembles_exactly(real_data, tmp_path, tokenizer_path, caplog, protocol):
+    """Our doc-QA recipe prints 'Document X: <image>' per page (v1.1, data.py @22b9f27 L436) or
+    'Document X (page N): <image>' (v1.0, @26197d2 L426): the export re-assembles every row under the
+    protocol its manifest records, without a mismatch warning."""
     from mmlbdata.exports.mmlongbench import export_jsonl
 
     [built] = build_configs(["longdocurl_8k"], {"longdocurl": real_data / "longdocurl_sample"}, tmp_path / "built",
-                            store_root=tmp_path / "store", tokenizer=tokenizer_path, progress=False)
+                            store_root=tmp_path / "store", tokenizer=tokenizer_path, progress=False,
+                            options={"protocol": protocol})
     assert built.ok, built.error
     with caplog.at_level("WARNING", logger="mmlbdata"):
         [path] = export_jsonl(tmp_path / "built", tmp_path / "rel")
     rows = list(iter_rows(tmp_path / "built", "longdocurl_8k"))
     assert rows and "official loader would read differently" not in caplog.text
+    assert ("(page " in rows[0]["prompt"]) == (protocol == "v1.0")
     records = [json.loads(line) for line in path.read_text().splitlines()]
     assert len(records) == len(rows)
     assert all(not r["question"].startswith("Based on Document") for r in records)

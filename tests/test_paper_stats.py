@@ -67,6 +67,19 @@ def test_comparison_arithmetic_by_hand():
     assert (row["paper_examples"], row["built_examples"], row["examples_diff"]) == ("1153", "3", "-1150")
 
 
+def test_extended_lengths_are_recognised_but_no_paper_gives_a_figure():
+    """256K / 512K configs (MMLongBench's extended release) match their dataset's entry, with every
+    number None: the comparison prints a dash for the paper and the built figures beside it."""
+    value = paper_stats.paper_value("vh_single_512k")
+    assert value.dataset == "VH-Single" and value.benchmark == "MMLongBench"
+    assert value.images is None and value.images_std is None and value.examples is None
+    dist = Distribution("vh_single_512k", num_tokens=[520000, 521000], lengths=[524288] * 2, images=[1300, 1302])
+    [row] = paper_stats.table_rows(paper_stats.compare([dist]))
+    assert (row["paper_images"], row["images_diff"], row["paper_examples"], row["examples_diff"]) == ("-",) * 4
+    assert (row["built_images"], row["built_examples"]) == ("1301.0 ± 1.4", "2")
+    assert paper_stats.paper_value("vh_single_128k").images == 368.2  # the five lengths unchanged
+
+
 @pytest.fixture(scope="module")
 def longdocurl_build(tmp_path_factory, real_data, tokenizer_path):
     out = tmp_path_factory.mktemp("paper") / "mmlb"

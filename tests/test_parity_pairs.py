@@ -41,3 +41,30 @@ def test_official_crash_classes_are_in_the_file(tmp_path):
                and "no" not in r["prediction"].lower()]
     assert crashed and all(r["ours"]["score"] == 0.0 for r in crashed)
     assert all(r["ours"]["extra"]["official_crash"].startswith("KeyError") for r in crashed)
+
+
+MMLB_PATHS = {"sub_em": "Answer:", "binary_acc": "Answer:", "count_acc": "Answer:", "mc_acc": "Answer:",
+              "cls_acc": "label:", "rouge_l": "Summary:", "docqa": "Answer:", "docqa_release_lists": "Answer:",
+              "summ_judge": "Summary:"}
+
+
+def test_mmlongbench_pairs_name_the_prepended_template_and_carry_it_mid_text():
+    """eval.py L73-74 (26197d2 = 22b9f27): the official side scores `system_template + prediction`; the
+    data.py loaders' templates are `Answer:`, `label:` (load_icl_er L323), `Summary:` (L371, L405). Each
+    MMLongBench path has predictions that hold an answer prefix after their start (a chain of thought)."""
+    records = list(generate("parity", 200, sorted(MMLB_PATHS)))
+    for path, template in MMLB_PATHS.items():
+        rows = [r for r in records if r["path"] == path]
+        assert {r["official"]["system_template"] for r in rows} == {template}, path
+        assert any(r["prediction"].lower().find(p) > 0 for r in rows for p in ("answer:", "label:", "summary:")), path
+    assert all("system_template" not in r["official"] for r in generate("parity", 3, ["mmneedle_single", "readbench_mc"]))
+
+
+def test_protocol_is_recorded_and_changes_ours_where_v10_reads_one_line():
+    """utils.py parse_output @26197d2 L123 reads the first line after the (prepended) prefix."""
+    v11 = list(generate("parity", 300, ["docqa"], "v1.1"))
+    v10 = list(generate("parity", 300, ["docqa"], "v1.0"))
+    assert {r["protocol"] for r in v11} == {"v1.1"} and {r["protocol"] for r in v10} == {"v1.0"}
+    assert [r["prediction"] for r in v11] == [r["prediction"] for r in v10]
+    differ = [a for a, b in zip(v11, v10) if a["ours"]["parsed"] != b["ours"]["parsed"]]
+    assert differ and all("\n" in r["prediction"] for r in differ)

@@ -111,7 +111,9 @@ def test_recipes_build_with_the_shared_templates():
         prompts.render("vrag", "Document (Title: T): x", "<image>q")
     assert icl.build_prompt([1]) == prompts.render("icl", "<image>\nlabel: 1", "<image>")
     assert summ.Page("doc", 4, 1, 1, None).intro == "Document doc (page 4): <image>"
-    assert docpack.docqa_prompt([("doc", 2)], "q") == prompts.render("docqa", "Document doc (page 2): <image>", "q")
+    assert docpack.docqa_prompt([("doc", 2)], "q", "v1.0") == prompts.render("docqa", "Document doc (page 2): <image>", "q")
+    # v1.1 (the default): data.py @22b9f27 L436 item_template "Document {doc_id:.15}: <image>"
+    assert docpack.docqa_prompt([("doc", 2)], "q") == prompts.render("docqa", "Document doc: <image>", "q")
     units = [mmniah.Unit(text="p"), mmniah.Unit(path="x.jpg")]
     assert mmniah.render(units, "q", "niah_choice") == prompts.render("niah_choice", "p\n\n<image>", "q")
 

@@ -11,6 +11,7 @@ pytest.importorskip("ray")
 
 from mmlbdata.build import build_all, build_configs  # noqa: E402
 from mmlbdata.commands import build as build_cmd  # noqa: E402
+from mmlbdata.writer import read_manifest  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -50,6 +51,25 @@ def test_ray_build_is_byte_identical_to_local(coco_mini, tokenizer_path, local_r
     assert sorted(ours) == sorted(theirs) and sum(name.endswith(".metadata.parquet") for name in ours) == 2
     assert ours == theirs
     assert all(r.stats.num_rows > 0 for r in local)
+
+
+def test_ray_and_local_manifests_name_source_files_alike(real_data, tokenizer_path, local_ray, tmp_path,
+                                                         monkeypatch):
+    """A Ray task gets the sources made absolute, a local build the relative path typed: the file of
+    a skipped entry was recorded absolute by one and relative by the other (issue #27)."""
+    from test_mmlb_release import _needle_release
+
+    _needle_release(tmp_path / "mmneedle", real_data)  # its entry 2 escapes the release: skipped
+    monkeypatch.chdir(tmp_path)
+    common = dict(tokenizer=tokenizer_path, progress=False, store_root=tmp_path / "store")
+    for out, executor in (("local", "local"), ("ray", "ray")):
+        [result] = build_configs(["mmneedle_m1_n2_k1"], {"mmneedle_release": Path("mmneedle")}, tmp_path / out,
+                                 executor=executor, **common)
+        assert result.ok, result.error
+    local, ray = (read_manifest(tmp_path / out, "mmneedle_m1_n2_k1") for out in ("local", "ray"))
+    assert (local["sources"], local["report"]) == (ray["sources"], ray["report"])
+    assert [s["file"] for s in ray["report"]["skipped"]] == ["mmneedle/metadata_stitched/annotations_1_2_2.json"]
+    assert parquet_bytes(tmp_path / "local") == parquet_bytes(tmp_path / "ray")
 
 
 def test_ray_build_all_resumes(coco_mini, tokenizer_path, local_ray, tmp_path):

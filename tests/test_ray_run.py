@@ -92,10 +92,15 @@ def test_ray_run_equals_single_process_and_resumes(built, tiny_model, single_pro
     preds.write_text("".join(json.dumps(r) + "\n" for r in first))
     assert cli("run", "--ray", "--replicas", "2", "--cpus-per-replica", "0.5", "--backend", "hf", "--model", tiny_model, "--device", "cpu",
                "--data", built, "--config", CONFIGS[0], "--config", CONFIGS[1], "--out", preds,
-               "--max-new-tokens", "6") == 0
+               "--max-new-tokens", "6", "--profile", tmp_path / "prof.jsonl") == 0
     printed = capsys.readouterr().out
     assert "8 examples" in printed and "(2 already done" in printed and "replica " in printed
+    assert "stages: read" in printed and "GPU peak memory n/a" in printed
     assert by_key(preds) == single_process
+    # the replicas' stage times, one line per block received
+    profile = [json.loads(line) for line in (tmp_path / "prof.jsonl").read_text().splitlines()]
+    assert sorted(i for p in profile for i in p["ids"]) == sorted(i for _, i in list(sorted(single_process))[2:])
+    assert all(p["generate"] > 0 and p["preprocess"] > 0 and p["gpu_peak_bytes"] is None for p in profile)
     # nothing left: a second run adds no line
     assert cli("run", "--ray", "--backend", "hf", "--model", tiny_model, "--device", "cpu", "--data", built,
                "--config", CONFIGS[0], "--config", CONFIGS[1], "--out", preds) == 0

@@ -319,28 +319,46 @@ def test_babilong_original_renders_the_input(sources, store, counter) -> None:
     assert meta["context"] == source
 
 
-# ReadBench's BABILong message, by hand from the sources named in builders/readbench.py: the form
-# (instruction with "context" -> "images with text" | pages | "<question>\n{q}\n</question>\n{post}")
-# as issue #12 reads ReadBench's run_eval.py; wording: upstream BABILong babilong/prompts.py
-# DEFAULT_PROMPTS (booydar/babilong @ffa075fb) and the ReadBench paper, appendix A.3.3.
+# ReadBench's BABILong message, by hand from AnswerDotAI/readbench @b6546cb babilong_prompts.py:
+# DEFAULT_PROMPTS (lines 98-193) rewritten by _mmify_instruction (lines 208-210), then the parts
+# [instruction | pages | "<question>\n{q}\n</question>\n{post}"] (build_prompt, lines 233-239).
 READBENCH_BABILONG = {
     "qa1": ("I will give you images with text with the facts about positions of different persons hidden in some "
             "random text and a question. You need to answer the question based only on the information from the "
             "facts. If a person was in different locations, use the latest location to answer the question.",
             "Always return your answer in the following format: The most recent location of \u2019person\u2019 is "
-            "\u2019location\u2019. Do not write anything else after that."),  # A.3.3 QA1: no trailing space
-    "qa3": ("I give you images with text with the facts about locations and actions of different persons hidden "
-            "in some random text and a question. You need to answer the question based only on the information "
-            "from the facts.\nIf a person got an item in the first location and travelled to the second location "
-            "the item is also in the second location. If a person dropped an item in the first location and moved "
-            "to the second location the item remains in the first location.",  # A.3.3 QA3: final full stop
+            "\u2019location\u2019. Do not write anything else after that."),  # lines 100-106
+    # lines 110-119: opens "I give you context"; line 208's regex makes it "I will give you images with text";
+    # "question.You" (no space) as in line 111
+    "qa2": ("I will give you images with text with the facts about locations and actions of different persons "
+            "hidden in some random text and a question.You need to answer the question based only on the "
+            "information from the facts.\nIf a person got an item in the first location and travelled to the second "
+            "location the item is also in the second location. If a person dropped an item in the first location "
+            "and moved to the second location the item remains in the first location.",
+            "Always return your answer in the following format: The \u2019item\u2019 is in \u2019location\u2019. "
+            "Do not write anything else after that."),
+    # lines 123-132: also opens "I give you context"
+    "qa3": ("I will give you images with text with the facts about locations and actions of different persons "
+            "hidden in some random text and a question. You need to answer the question based only on the "
+            "information from the facts.\nIf a person got an item in the first location and travelled to the second "
+            "location the item is also in the second location. If a person dropped an item in the first location "
+            "and moved to the second location the item remains in the first location.",
             "Always return your answer in the following format: Before the $location_1$ the $item$ was in the "
-            "$location_2$. Do not write anything else after that."),  # A.3.3 QA3: $location_1$, not $location_1&
+            "$location_2$. Do not write anything else after that."),
     "qa7": ("I will give you images with text with the facts about people and objects they carry, hidden in some "
             "random text and a question. You need to answer the question based only on the information from the "
             "facts.",
             "Your answer should contain only one word - none or $number_of_objects$. Do not write anything else "
-            "after that. Do not explain your answer."),  # A.3.3 QA7: bare "none"
+            "after that. Do not explain your answer."),  # lines 161-165
+}
+# The rest of each task's rewritten instruction, up to the first " hidden" (lines 134-192), by hand.
+READBENCH_BABILONG_OPENINGS = {
+    "qa4": "I will give you images with text with the facts about different people, their location and actions,",
+    "qa5": "I will give you images with text with the facts about locations and their relations",
+    "qa6": "I will give you images with text with the facts about people and their locations",
+    "qa8": "I will give you images with text with the facts about people and objects they carry,",
+    "qa9": "I will give you images with text with the facts about people and their locations",
+    "qa10": "I will give you images with text with the facts about people and their locations",
 }
 
 
@@ -355,10 +373,28 @@ def test_babilong_prompt_is_readbench_message(task: str) -> None:
     assert prompt.split(IMAGE_PLACEHOLDER) == [instruction, "", f"<question>\nWhere is Mary?\n</question>\n{post}"]
 
 
+@pytest.mark.parametrize("task", sorted(READBENCH_BABILONG_OPENINGS))
+def test_babilong_other_tasks_open_as_readbench_rewrites_them(task: str) -> None:
+    before, _ = rb.babilong_prompt_parts(task, "Q?")
+    assert before.split(" hidden")[0] == READBENCH_BABILONG_OPENINGS[task]
+
+
+def test_babilong_mm_instruction_follows_mmify_rules() -> None:
+    # babilong_prompts.py @b6546cb line 208: "[Ii] (give|will give) you context" at a word start -> "I will
+    # give you images with text"; line 210: only " context " and " context." elsewhere.
+    assert rb.babilong_mm_instruction("i give you context now") == "I will give you images with text now"
+    assert rb.babilong_mm_instruction("Then I will give you context.") == "Then I will give you images with text."
+    assert rb.babilong_mm_instruction("Read the context. A context here.") == \
+        "Read the images with text. A images with text here."
+    assert rb.babilong_mm_instruction("contexts, context\nand context,") == "contexts, context\nand context,"
+    assert rb.babilong_mm_instruction("Hi give you context") == "Hi give you context"  # no word start at "i"
+
+
 def test_every_babilong_task_drops_examples_and_renames_context() -> None:
     for task in src.BABILONG_TASKS:
         before, after = rb.babilong_prompt_parts(task, "Q?")
-        assert "images with text" in before and "context" not in before
+        assert before.startswith("I will give you images with text with the facts about ")
+        assert "context" not in before
         assert "<example>" not in before + after and after.startswith("<question>\nQ?\n</question>\n")
 
 

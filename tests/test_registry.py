@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from mmlbdata.evaluation.metrics import metric_names
-from mmlbdata.lengths import LENGTHS, parse_config_name
+from mmlbdata.lengths import ALL_LENGTHS, parse_config_name
 from mmlbdata.registry import UnknownConfigError, all_configs, families, resolve
 
 
@@ -21,7 +21,7 @@ def test_standard_lengths_match_their_names():
     for name, entry in all_configs().items():
         _, key = parse_config_name(name)
         if key is not None and entry.config.length:
-            assert entry.config.length == LENGTHS[key], name
+            assert entry.config.length == ALL_LENGTHS[key], name
 
 
 def test_resolution_accepts_aliases_and_suggests():

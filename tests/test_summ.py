@@ -290,8 +290,9 @@ def test_mmlb_fetch_multi_lexsum_release_from_a_hub_endpoint_then_pdfs(tmp_path,
     out = capsys.readouterr().out
     # train/dev are not served: reported, and the command stops before the PDFs
     assert code == 1 and "2 downloaded, 0 already present, 2 failed" in out and "train.json" in out
-    (root / "releases" / "v20230518" / "train.json").write_text("")
-    (root / "releases" / "v20230518" / "dev.json").write_text("")
+    # placed by hand, non-empty: an empty file is never taken as fetched (issue #27)
+    (root / "releases" / "v20230518" / "train.json").write_text("{}\n")
+    (root / "releases" / "v20230518" / "dev.json").write_text("{}\n")
     with LoopbackServer(files) as srv:
         urls.write_text(json.dumps({d: srv.url(f"/doc/{d}") for d in ("A-1-0001", "A-1-0002")}))
         code = main(["fetch", f"multi_lexsum={root}", "--release", "--endpoint", srv.url(""), "--no-progress",
@@ -361,3 +362,19 @@ def test_multi_lexsum_24k_over_128k_rule_counts_every_document(tmp_path, counter
     assert [d["pages_kept"] for d in meta["documents"]] == [2, 1]  # 16K holds 3 pages, evenly cut
     [skip] = report.skipped
     assert skip.record == "CASE-B" and "more than 128K + 24576" in skip.reason
+
+
+def test_gov_report_extended_lengths_lift_the_cap_and_say_when_pages_run_out(tmp_path, counter):
+    """256K: the cap is 256K + 24K, so the report dropped at 128K (31 big pages, > 155,648 tokens) is
+    kept; both reports are shorter than 256K, so each row holds the whole report and the build
+    notes, per question, that the source ran out of pages."""
+    root = tmp_path / "rel"
+    base = make_govreport_release(root, ["GAO-20-1", "GAO-20-2"], body_pages=27, size=BIG)
+    make_gao_pdf(base / "pdfs" / "gao-20-2.pdf", "GAO-20-2", body_pages=31, size=BIG)
+    rows, report = build("gov_report_256k", "govreport", root, tmp_path, counter)
+    assert [r["id"] for r in rows] == ["gov_report_gao-20-1", "gov_report_gao-20-2"] and report.num_skipped == 0
+    for row in rows:
+        meta = check_invariant(row, counter)
+        assert meta["next_num_tokens"] is None and row["num_tokens"] == meta["full_num_tokens"] > 131_072
+    ran_out = [n for n in report.notes if "ran out of pages" in n]
+    assert len(ran_out) == 2 and all("gov_report_256k" in n and "of 262144 tokens" in n for n in ran_out)

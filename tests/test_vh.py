@@ -15,6 +15,7 @@ import pytest
 import sentencepiece as spm
 
 from mmlbdata.build import build_configs
+from mmlbdata.report import source_label
 
 
 def independent_image_tokens(w: int, h: int) -> int:
@@ -163,9 +164,10 @@ def test_bad_input_is_skipped_and_reported(coco_mini, tokenizer_path, tmp_path):
                            store_root=tmp_path / "store", tokenizer=tokenizer_path, progress=False)[0]
     assert result.ok and result.stats.num_rows == 24
     skipped = {s["file"]: s["reason"] for s in result.report["skipped"]}
-    assert "truncated" in skipped[str(val[0])]
-    assert "missing" in skipped[str(val[1])]
-    assert "invalid JSON" in skipped[str(train_ann)]
+    named = lambda path: source_label(path, {"coco": coco})  # "coco/val2017/...": the manifest's naming
+    assert "truncated" in skipped[named(val[0])]
+    assert "missing" in skipped[named(val[1])]
+    assert "invalid JSON" in skipped[named(train_ann)]
     names = pq.read_table(sorted((tmp_path / "out" / "data" / "vh_single_8k").glob("*.parquet"))[0],
                           columns=["images"]).column("images").to_pylist()
     used = {img["path"] for row in names for img in row}

@@ -225,3 +225,19 @@ def test_cli_build_writes_a_loadable_config(viquae_root, wikitext, tmp_path, opt
     ds = datasets.load_dataset(str(tmp_path / "out"), "viquae_8k", split="test")
     assert len(ds) == 6 and ds[0]["metric"] == "sub_em" and len(ds[0]["images"]) == 1
     assert [json.loads(m)["depth"] for m in ds["meta"]] == list(DEPTHS)
+
+
+def test_retrieval_depth_scales_with_the_extended_lengths(infoseek_root, wikitext, tmp_path):
+    """1000 reranked of 2000 BM25 passages fill 128K; 512K needs four times as many (option wins)."""
+    from mmlbdata.retrieval.corpus import open_corpus
+
+    def depth(config, **options):
+        builder = VisualRAG(config, sources={"infoseek": infoseek_root, "kilt": wikitext},
+                            store=ImageStore(tmp_path / "store"),
+                            options={"model": None, "cache_dir": str(tmp_path / "cache"), **options})
+        retriever = builder.retriever(open_corpus(wikitext, tmp_path / "cache"))
+        return retriever.bm25_k, retriever.rerank_k
+
+    assert depth("infoseek_8k") == depth("infoseek_128k") == (2000, 1000)
+    assert depth("infoseek_256k") == (4000, 2000) and depth("infoseek_512k") == (8000, 4000)
+    assert depth("infoseek_512k", rerank_k=50) == (8000, 50)

@@ -59,6 +59,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "in flight as Ray tasks, about 2 x P")
     parser.add_argument("--option", action="append", type=key_value, default=[], metavar="KEY=VALUE",
                         help="recipe option, e.g. num_questions=50 (repeatable)")
+    parser.add_argument("--protocol", choices=["v1.1", "v1.0"], default=None,
+                        help="MMLongBench's prompts: v1.1 (default, the current official data.py: document-QA "
+                             "pages without page ids, ViQuAE release rows with a '\"' in an image path dropped) "
+                             "or v1.0 (the paper's); recorded in each manifest and the card")
     parser.add_argument("--tokenizer", default=None, metavar="PATH",
                         help="Llama-2 tokenizer.model (default: $MMLB_TOKENIZER or the HF cache)")
     parser.add_argument("--cache-dir", default=None, metavar="DIR",
@@ -87,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
     if args.fetch and (args.all or args.configs) and fetch_first(args):
         return 2
     options = {k: parse_option_value(v) for k, v in args.option}
+    if args.protocol:  # the builders read it as the `protocol` option (mmlbdata.protocol)
+        options["protocol"] = args.protocol
     store_root = f"{args.cache_dir}/store" if args.cache_dir else None
     common = dict(seed=args.seed, limit=args.limit, options=options, store_root=store_root,
                   tokenizer=args.tokenizer, progress=not args.no_progress, num_proc=args.num_proc,

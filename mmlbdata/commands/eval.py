@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ..extras import MissingExtraError
+from ..protocol import DEFAULT as DEFAULT_PROTOCOL, PROTOCOLS
 from ._common import absolute
 
 log = logging.getLogger(__name__)
@@ -22,8 +23,8 @@ def register(subparsers) -> None:
                    help="config to score (repeatable; default: every config named in the predictions)")
     p.add_argument("--out", required=True, help="folder for report.json and scores.png")
     p.add_argument("--extractor", choices=["judge", "none"], default="judge",
-                   help="MMLongBench-Doc/LongDocURL answer extraction: an LLM via the judge client, "
-                        "or none (predictions are already extracted answers)")
+                   help="MMLongBench-Doc/LongDocURL answer extraction and MMLongBench v1.1's document-QA "
+                        "judge: an LLM via the judge client, or none (extracted answers; rule-based doc QA)")
     p.add_argument("--judge-model", default=None, help="judge model (env MMLB_JUDGE_MODEL)")
     p.add_argument("--judge-base-url", default=None, help="OpenAI-compatible base URL (env MMLB_JUDGE_BASE_URL)")
     p.add_argument("--judge-api-key-env", default="MMLB_JUDGE_API_KEY",
@@ -38,6 +39,15 @@ def register(subparsers) -> None:
                         "each difference listed in docs/evaluation.md and in every dataset card")
     p.add_argument("--original-bugs", dest="parity", action="store_const", const="official",
                    help="the older name of --parity official")
+    p.add_argument("--protocol", choices=sorted(PROTOCOLS), default=DEFAULT_PROTOCOL,
+                   help="MMLongBench's protocol (default %(default)s, the current official code; v1.0: the "
+                        "paper's): v1.1 reads answers after the prefix to the end and scores document QA with "
+                        "an LLM judge when one is configured (else the rules, said in the report)")
+    p.add_argument("--judge-prompts", default=os.environ.get("MMLB_JUDGE_PROMPTS"), metavar="PATH",
+                   help="MMLongBench's utils_prompt.py for the v1.1 document-QA judge (or the folder "
+                        "`mmlb fetch mmlb_judge_prompts --dest DIR` filled; env MMLB_JUDGE_PROMPTS)")
+    p.add_argument("--judge-type", choices=["openai", "azure"], default="openai",
+                   help="azure: an Azure OpenAI endpoint (--judge-base-url), as MMLongBench's judge client allows")
     p.add_argument("--random-fallback", action="store_true",
                    help="ReadBench/LVB: a seeded random letter when none parses (original parity)")
     p.add_argument("--mmneedle-strict", action="store_true", help="MMNeedle: the original exact string matching")
@@ -68,7 +78,7 @@ def build_judge(args, out: Path):
         return None
     return JudgeClient(model=args.judge_model, base_url=base_url, api_key=key or "EMPTY",
                        concurrency=args.judge_concurrency, cache_path=args.judge_cache or out / "judge_cache.jsonl",
-                       price_in=args.judge_price_in, price_out=args.judge_price_out)
+                       price_in=args.judge_price_in, price_out=args.judge_price_out, api_type=args.judge_type)
 
 
 def keypoint_table(paths) -> dict:
@@ -86,6 +96,8 @@ def metric_options(args, judge) -> dict:
     return {
         "mmlongbench_doc": {"extractor": extractor},
         "longdocurl": {"extractor": extractor},
+        # MMLongBench v1.1's document-QA judge: only a real judge (no stub: without one, the rules)
+        "docqa": {"judge": judge if args.extractor == "judge" else None, "judge_prompts": args.judge_prompts},
         "summ_judge": {"judge": judge_or_stub, "keypoints": keypoint_table(args.summ_keypoints)},
         "readbench_mc": {"random_fallback": args.random_fallback},
         "lvb_mc": {"random_fallback": args.random_fallback},
@@ -101,7 +113,8 @@ def run(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     judge = build_judge(args, out)
     try:
-        result = evaluate(args.predictions, args.data, args.config, metric_options(args, judge), parity=args.parity)
+        result = evaluate(args.predictions, args.data, args.config, metric_options(args, judge), parity=args.parity,
+                          protocol=args.protocol)
     except (RuntimeError, ValueError, KeyError, FileNotFoundError) as exc:
         print(f"mmlb eval: {exc}", file=sys.stderr)
         return 2

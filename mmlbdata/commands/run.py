@@ -38,6 +38,19 @@ def register(subparsers) -> None:
     p.add_argument("--trust-remote-code", action="store_true",
                    help="hf, vllm: run the Python code a model repository ships (custom architectures). "
                         "Off by default: only pass it for a model whose code you trust")
+    pipe = p.add_argument_group("pipeline", "Read, decode and preprocess the next batches in background "
+                                "threads while the model generates; the summary line says where time went. "
+                                "With --ray each replica prepares one batch while it generates another.")
+    pipe.add_argument("--workers", type=int, default=2,
+                      help="threads preparing batches (decode + processor); 0: the serial path, one stage "
+                           "after the other (same predictions)")
+    pipe.add_argument("--prefetch", type=positive_int, default=4, metavar="N",
+                      help="batches read and prepared ahead of generation (memory: N + workers batches)")
+    pipe.add_argument("--sort-window", type=int, default=0, metavar="N",
+                      help="sort each window of N batches by length so a batch pads less (same ids, other "
+                           "batches and output order; 0: off, batches as read)")
+    pipe.add_argument("--profile", default=None, metavar="FILE",
+                      help="append one JSON line per batch: ids, seconds per stage, wait, padding, GPU memory")
     ray = p.add_argument_group("Ray (pip install 'mmlbdata[ray]')", "Run model replicas on a Ray cluster "
                                "(or a local Ray): same predictions JSONL, resumable, lines in any order.")
     ray.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
@@ -61,6 +74,13 @@ def backend_options(args):
                           trust_remote_code=args.trust_remote_code)
 
 
+def pipeline_options(args):
+    from mmlbdata.runner.core import PipelineOptions
+
+    return PipelineOptions(workers=max(args.workers, 0), depth=args.prefetch, sort_window=max(args.sort_window, 0),
+                           profile=args.profile)
+
+
 def make_backend(args):
     from mmlbdata.runner.backends import make_backend as build
 
@@ -82,7 +102,7 @@ def run(args) -> int:
     batch = args.batch_size if args.backend != "openai" else max(args.batch_size, args.concurrency)
     stats = run_configs(backend, args.data, args.config, args.out, batch_size=batch, max_images=args.max_images,
                         max_new_tokens=args.max_new_tokens, prefill=not args.no_prefill, limit=args.limit,
-                        as_text=args.text_context)
+                        as_text=args.text_context, pipeline=pipeline_options(args))
     print(stats.line())
     return 0 if stats.errors == 0 else 1
 
@@ -113,7 +133,7 @@ def run_ray(args) -> int:
         stats = run_on_ray(backend_options(args), args.data, args.config, args.out, address=args.ray or None,
                            replicas=args.replicas, gpus_per_replica=gpus_per_replica(args),
                            cpus_per_replica=args.cpus_per_replica, batch_size=batch, requests=requests,
-                           limit=args.limit)
+                           limit=args.limit, profile=args.profile)
     except (FileNotFoundError, ValueError) as exc:
         print(f"mmlb run: {exc}", file=sys.stderr)
         return 2

@@ -26,15 +26,25 @@ DEVIATIONS: tuple[Deviation, ...] = (
     D("*", "input on which the official code raises (crashes the official run)", "no score (the run stops); "
       "parity mode returns 0 and records the exception in `extra.official_crash`", "a score from the fixed rule",
       "one bad prediction must not stop an evaluation; 0 is what ReadBench's own runner gives a crash"),
+    D("sub_em, binary_acc, mc_acc, cls_acc, count_acc, rouge_l, docqa, summ_judge", "any output: what is "
+      "scored", "the runner's text, the loader's system_template + the output (`eval.py` L73-74, `eval_api.py` "
+      "L91-92, `eval_api_batch.py` L83-84, at 26197d2 and 22b9f27), before parsing and before every raw-text "
+      "score: the prepended prefix is the first one, so a chain of thought's own `Answer: Paris` is not what "
+      "`parse_output` keeps (`Let me think. Answer: Paris` parses to the whole output; v1.0: its first line) and "
+      "a repeated prefix is dropped once only (`Answer: Answer: Paris` -> `Answer: Paris`); the prefix's word "
+      "counts in raw scores (`Summary:` + `of the case`: ROUGE-L 1 against `summary of the case`; `label:` + "
+      "`7 - example 2` reads label 7; `Answer:` + `Because ...` reads choice B)", "the output as the model "
+      "wrote it: the raw output and the text after its own first prefix", "the prefix is the prompt's, not "
+      "the model's: prepending it hides a chain of thought's final answer behind the prompt's prefix and "
+      "lets the prompt's word score"),
     D("sub_em, mc_acc, cls_acc, count_acc, rouge_l", "answer prefix", "only the task's own prefix "
       "(`Answer:`, `label:` for ICL, `Summary:` for summaries) is parsed", "any of the three prefixes",
       "chat models mix prefixes; scoring the raw output too keeps the max, so this only adds credit"),
     D("sub_em", "gold that normalises to nothing (`\"\"`, `\" \"`, `the`, `.`)", "1 for any prediction",
       "the gold is ignored", "an empty gold is a substring of everything"),
-    D("binary_acc", "output with no yes/no", "a default label cycling 0,1,1,0 over the examples in order",
-      "0", "the official score of a non-answer depends on the example's position"),
-    D("binary_acc", "bare number (`1`, `0`) as the whole output", "read as a label (1 = yes, 0 = no)", "0",
-      "the prompt asks for Yes or No"),
+    D("binary_acc", "output with no yes/no (a bare `1` or `0` too: the runner scores `Answer:1`, which "
+      "`extract_binary_label`'s `isdigit()` does not read)", "a default label cycling 0,1,1,0 over the examples "
+      "in order", "0", "the official score of a non-answer depends on the example's position"),
     D("count_acc", "non-integers in the list (`[2.5]`, `[true]`)", "`int()` per item: 2.5 -> 2, true -> 1",
       "dropped", "truncation turns wrong counts right"),
     D("count_acc", "a malformed last list after a good one (`[1, 2] [3,]`)", "every number in the text "
@@ -44,16 +54,21 @@ DEVIATIONS: tuple[Deviation, ...] = (
     D("count_acc", "negative numbers outside brackets (`-1`, `I count -1`)", "the sign is dropped (1): only the "
       "last fallback, every `\\d+` in the text, reads them; inside brackets (`[-1]`) the sign is kept", "-1 in "
       "both forms", "`\\d+` drops the sign"),
-    D("mc_acc", "`Answer:` followed by a word (`Answer: Because ...`)", "its first letter if A-J (B)",
-      "needs a standalone letter", "no word boundary in `[aA]nswer:\\s*([A-J])`"),
-    D("mc_acc", "`Answer: (B)`", "the parenthesis blocks `Answer:`; the last standalone letter is taken",
+    D("mc_acc", "a word right after `Answer:`: the output's first word (`Because ...`, `I think C`: the "
+      "runner scores `Answer:Because ...`) or one after the model's own `Answer:`", "its first letter if A-J "
+      "(B; I; and `Answer: ...` itself reads as A)", "needs a standalone letter",
+      "no word boundary in `[aA]nswer:\\s*([A-J])`"),
+    D("mc_acc", "`Answer: (B) since A is wrong`", "the parenthesis blocks the model's `Answer:`; the raw text "
+      "reads the `A` of `Answer` after the prepended prefix, the parsed text its last standalone letter (A)",
       "B", "the parenthesised form is a common answer style"),
     D("cls_acc", "number glued to letters (`class3`, `7th`) and nothing else", "that number (first digit run)",
       "0", "the first-number fallback reads numbers that are not labels"),
     D("rouge_l", "rougeLsum (reported in `extra`)", "max over raw/parsed output taken per rouge type",
       "rougeLsum of the candidate with the best rougeL", "both numbers describe one summary"),
-    D("docqa", "output with text before `Answer:`", "only the text after the first `Answer:` is scored",
-      "max of the raw output and the text after the prefix", "as every other MMLongBench metric does"),
+    D("docqa", "output with text before its answer (`Let me think. Answer: Paris`)", "only `parse_output`'s "
+      "text is scored, which on the runner's `Answer:` + output is the whole output (v1.0: its first line); no "
+      "raw-text score beside it", "max of the raw output and the text after the model's own first prefix",
+      "as every other MMLongBench metric does"),
     D("docqa", "Integer or Float gold that is not a number (`ten`)", "`float(gt)` raises (0 in parity mode)",
       "scored by the String rules", "a mislabelled format should not void a question"),
     D("docqa", "List gold that is not a list literal (`paris`)", "`json.loads` raises (0 in parity mode)",
@@ -67,6 +82,24 @@ DEVIATIONS: tuple[Deviation, ...] = (
       "(`meta.answer_json`)", "list golds are stored as strings (`['2.0']`), typed by text (Integer): 200 does "
       "not match; rows rebuilt from MMLongBench-Doc have no JSON to read (none of its 151 List answers has "
       "such an item)", "the builders write list answers as Python string lists"),
+    D("sub_em, mc_acc, cls_acc, count_acc, rouge_l, docqa", "`--protocol v1.0` output that goes on after a "
+      "newline (`Let me think.\nAnswer: Paris`, `Answer:\nParis`)", "utils.py @26197d2 `parse_output` of the "
+      "runner's text reads the output's first line only (`Let me think.`; `\"\"`)", "the parsed candidate is everything after the "
+      "prefix in both protocols (v1.1's reading), scored beside the raw output", "the answer is the model's "
+      "whatever line it starts on"),
+    D("sub_em, mc_acc, cls_acc, count_acc, rouge_l, docqa", "output whose parsed answer is empty (`\"\"`, "
+      "spaces, the prefix alone; under v1.0 also an output starting with a newline)", "left out of every average (`eval_api.py`, "
+      "`eval_api_batch.py` at 26197d2 and 22b9f27; the local-model `eval.py` counts it); the report gives "
+      "`left_out`", "counted, scoring 0", "saying nothing is a wrong answer; leaving it out inflates the mean"),
+    D("docqa", "`--protocol v1.1` without a judge (`--extractor none`, no endpoint)", "the run stops (`LLM "
+      "Judge Key is missing`)", "the rule-based score (`eval_docqa_score`), in both modes; the report's "
+      "`scorer` and `note` say so", "a score without a judge is still useful when it says what it is"),
+    D("docqa", "v1.1 judge score outside the 0/1 rubric (`[Score]: 3 points`, `{\"answer_score\": \"1\"}`)",
+      "averaged as given (3); a non-number stops the run at `np.mean` (0 in parity mode)", "a number "
+      "clipped to [0, 1]; a number in a string read; anything else 0", "the rubric has two levels"),
+    D("docqa", "v1.1 list judge with `student_answer_count` 0 (or not a number) and `covered_count` > 0",
+      "ZeroDivisionError / TypeError: the run stops (0 in parity mode)", "0; counts written as strings "
+      "read as numbers", "a judge slip must not stop an evaluation"),
     D("mmlongbench_doc", "units (`12 miles` vs `12`)", "kept (its `rstrip` result is discarded): ANLS < 1",
       "mile(s)/million stripped: 1", "the official code meant to strip them"),
     D("mmlongbench_doc, longdocurl", "ANLS length with case-expanding letters (`Groß`)", "`max(len(g.upper()), "
@@ -121,6 +154,10 @@ DEVIATIONS: tuple[Deviation, ...] = (
       "example is left out of the averages", "read as numbers", "the judge's value is the same number"),
     D("summ_judge", "judge reply whose last `{...}` is not JSON", "only the last object, then a ```json "
       "fence", "each object from the last back", "an earlier valid object is still the judge's verdict"),
+    D("summ_judge", "a `Summary:` the model writes itself (`Summary: x`, `\" Summary: x\"`)", "kept: "
+      "`eval_gpt4_summ.py` L348-349 drops the 8 characters of the runner's prepended `Summary:` only, then "
+      "strips, so the judge reads `Summary: x`", "the model's own leading `Summary:` dropped after stripping: "
+      "the judge reads `x`", "a repeated prefix is formatting, not part of the summary"),
     D("lvb_mc", "any", "no official scorer in the pinned LongVideoBench code", "same in both modes "
       "(`--random-fallback` adds a seeded random letter)", "nothing to reproduce"),
 )

@@ -105,10 +105,10 @@ def _length_key(length) -> tuple[int, int, str]:
 
 
 def length_label(length) -> str:
-    """8192 -> "8k" for the standard budgets; anything else as text."""
-    from mmlbdata.lengths import LENGTHS
+    """8192 -> "8k" for the standard (and extended) budgets; anything else as text."""
+    from mmlbdata.lengths import ALL_LENGTHS
 
-    names = {v: k for k, v in LENGTHS.items()}
+    names = {v: k for k, v in ALL_LENGTHS.items()}
     try:
         return names.get(int(length), str(length))
     except (TypeError, ValueError):
@@ -145,10 +145,16 @@ def _table(values: Iterable[tuple[str, float]]) -> dict:
     return {k: {"score": mean(groups[k]), "n": len(groups[k])} for k in sorted(groups, key=_length_key)}
 
 
-def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_options: dict | None = None) -> dict:
+def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_options: dict | None = None,
+                    protocol: str | None = None) -> dict:
     """Score one config: per metric, aggregates; tables by category/length/meta groups;
-    per-example {id, score, parsed}; problems (unknown ids, missing predictions)."""
-    metric_options = metric_options or {}
+    per-example {id, score, parsed}; problems (unknown ids, missing predictions). ``protocol``:
+    MMLongBench's (``mmlbdata.protocol``; None: the ``protocol`` of ``metric_options["*"]``, else v1.1)."""
+    metric_options = dict(metric_options or {})
+    if protocol is not None:
+        from ..protocol import get as get_protocol
+
+        metric_options["*"] = {**metric_options.get("*", {}), "protocol": get_protocol(protocol).name}
     by_id = {str(e["id"]): e for e in examples}
     for row, example in enumerate(examples):
         example.setdefault(ROW_KEY, row)  # official binary_acc's default answer depends on it
@@ -166,14 +172,17 @@ def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_o
         metrics_out[name] = metric.aggregate(results, exs)
         scored.extend(zip(exs, results))
         for key in metric.group_by:
-            pairs = [(str(meta_of(e)[key]), r.score) for e, r in zip(exs, results) if key in meta_of(e)]
+            pairs = [(str(meta_of(e)[key]), r.score) for e, r in zip(exs, results)
+                     if key in meta_of(e) and not r.extra.get("left_out")]
             if pairs:
                 groups_out[key] = _table(pairs)
+    listed, scored = scored, [(e, r) for e, r in scored if not r.extra.get("left_out")]  # official skips
     cat_len = defaultdict(list)
     for e, r in scored:
         cat_len[(category_of(e), length_label(e.get("length")))].append(r.score)
     return {
         "n": len(scored),
+        **({"left_out": len(listed) - len(scored)} if len(listed) != len(scored) else {}),
         "score": mean(r.score for _, r in scored),
         "metrics": metrics_out,
         "by_category": _table((category_of(e), r.score) for e, r in scored),
@@ -183,25 +192,35 @@ def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_o
         "problems": {"unknown_ids": unknown, "missing_predictions": len(missing),
                      "missing_ids": missing[:100]},
         "examples": [{"id": str(e["id"]), "score": r.score, "parsed": r.parsed, **({"extra": r.extra} if r.extra else {})}
-                     for e, r in scored],
+                     for e, r in listed],
     }
 
 
 def evaluate(predictions_path: str | Path, data_dir: str | Path, configs: list[str] | None = None,
-             metric_options: dict | None = None, parity: str = "default") -> dict:
+             metric_options: dict | None = None, parity: str = "default", protocol: str | None = None) -> dict:
     """Score every requested config (default: the configs named in the predictions).
 
     ``parity="official"``: every metric returns what the benchmark's official scorer returns
     (bugs included); the default fixes them, each difference listed in ``deviations.py``.
+    ``protocol``: MMLongBench's ``v1.1`` (default) or ``v1.0`` (``mmlbdata.protocol``); under v1.1
+    document QA is scored by the LLM judge when ``metric_options["docqa"]`` has ``judge`` and
+    ``judge_prompts`` (``docqa_judge``), else by the rules.
     """
+    from .. import protocol as protocols
+    from .docqa_judge import prepare as prepare_docqa_judge
+
     parity_of({"parity": parity})
+    chosen = protocols.get(protocol)
     metric_options = dict(metric_options or {})
-    metric_options["*"] = {**metric_options.get("*", {}), "parity": parity}
+    metric_options["*"] = {**metric_options.get("*", {}), "parity": parity, "protocol": chosen.name}
+    docqa_judge = prepare_docqa_judge(metric_options, chosen)
     preds = read_predictions(predictions_path)
     configs = configs or preds.configs()
     if not configs:
         raise ValueError(f"{predictions_path}: no 'config' in the predictions; pass --config")
-    report = {"predictions": str(predictions_path), "data": str(data_dir), "parity": parity, "configs": {},
+    report = {"predictions": str(predictions_path), "data": str(data_dir), "parity": parity,
+              "protocol": {"name": chosen.name, "repository": protocols.REPOSITORY, "commit": chosen.commit},
+              **({"docqa_judge": docqa_judge} if docqa_judge else {}), "configs": {},
               "problems": {"malformed_lines": preds.malformed, "duplicate_ids": sorted(set(preds.duplicates))}}
     named = set(preds.configs())
     other = sorted(named - set(configs))
@@ -214,7 +233,8 @@ def evaluate(predictions_path: str | Path, data_dir: str | Path, configs: list[s
         report["configs"][config] = result
         datasets_of = {str(e["id"]): str(e.get("dataset")) for e in examples}
         for row in result["examples"]:
-            by_dataset[datasets_of[row["id"]]].append(row["score"])
+            if not row.get("extra", {}).get("left_out"):
+                by_dataset[datasets_of[row["id"]]].append(row["score"])
     per_dataset = {k: mean(v) for k, v in sorted(by_dataset.items())}
     report["overall"] = {
         "mean_over_configs": mean(r["score"] for r in report["configs"].values()),

@@ -22,6 +22,7 @@ from typing import Sequence, Union
 log = logging.getLogger(__name__)
 
 Request = Union[str, Sequence[dict]]
+AZURE_API_VERSION = "2024-03-01-preview"  # MMLongBench data.py get_llm_judge_client (@476fe86)
 
 
 @dataclass
@@ -83,7 +84,8 @@ class JudgeClient:
     def __init__(self, model: str | None = None, base_url: str | None = None, api_key: str | None = None,
                  concurrency: int = 8, max_retries: int = 5, backoff: float = 1.0,
                  cache_path: str | Path | None = None, timeout: float = 120.0,
-                 price_in: float = 0.0, price_out: float = 0.0):
+                 price_in: float = 0.0, price_out: float = 0.0, api_type: str = "openai",
+                 api_version: str | None = None):
         self.model = model or os.environ.get("MMLB_JUDGE_MODEL") or "gpt-4o-2024-11-20"
         self.base_url = base_url or os.environ.get("MMLB_JUDGE_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
         self.api_key = api_key or os.environ.get("MMLB_JUDGE_API_KEY") or os.environ.get("OPENAI_API_KEY") or "EMPTY"
@@ -92,6 +94,11 @@ class JudgeClient:
         self.backoff = backoff
         self.timeout = timeout
         self.price_in, self.price_out = price_in, price_out
+        #: "azure": ``openai.AzureOpenAI`` with ``base_url`` as the Azure endpoint (MMLongBench's
+        #: ``get_llm_judge_client`` default, api_version 2024-03-01-preview)
+        if api_type not in ("openai", "azure"):
+            raise ValueError(f"judge api_type must be 'openai' or 'azure', not {api_type!r}")
+        self.api_type, self.api_version = api_type, api_version or AZURE_API_VERSION
         self.cache = JudgeCache(cache_path)
         self.usage = Usage()
         self._lock = threading.Lock()
@@ -103,8 +110,12 @@ class JudgeClient:
 
             openai = require("openai", "eval", "the LLM judge")
 
-            self._client = openai.OpenAI(base_url=self.base_url, api_key=self.api_key,
-                                         max_retries=0, timeout=self.timeout)
+            if self.api_type == "azure":
+                self._client = openai.AzureOpenAI(azure_endpoint=self.base_url, api_key=self.api_key,
+                                                  api_version=self.api_version, max_retries=0, timeout=self.timeout)
+            else:
+                self._client = openai.OpenAI(base_url=self.base_url, api_key=self.api_key,
+                                             max_retries=0, timeout=self.timeout)
         return self._client
 
     def _retryable(self, exc: Exception) -> bool:
@@ -130,11 +141,12 @@ class JudgeClient:
                 time.sleep(delay)
                 attempt += 1
 
-    def complete(self, request: Request, max_tokens: int = 1024, temperature: float = 0.0) -> str | None:
+    def complete(self, request: Request, max_tokens: int = 1024, temperature: float | None = 0.0) -> str | None:
         """The reply text, from the cache when this (model, prompt, params) was seen; None when
-        the endpoint keeps failing (counted in ``usage.failures``, never raised)."""
+        the endpoint keeps failing (counted in ``usage.failures``, never raised).
+        ``temperature=None`` sends none (the endpoint's default, as MMLongBench's doc-QA judge)."""
         messages = _messages(request)
-        params = {"max_tokens": max_tokens, "temperature": temperature}
+        params = {"max_tokens": max_tokens, **({} if temperature is None else {"temperature": temperature})}
         key = cache_key(self.model, messages, params)
         hit = self.cache.get(key)
         if hit is not None:
@@ -169,4 +181,4 @@ class JudgeClient:
             return list(pool.map(lambda r: self.complete(r, **params), requests))
 
     def summary(self) -> dict:
-        return {"model": self.model, "base_url": self.base_url, **asdict(self.usage)}
+        return {"model": self.model, "base_url": self.base_url, "api_type": self.api_type, **asdict(self.usage)}

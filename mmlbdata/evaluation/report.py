@@ -28,6 +28,15 @@ def render(report: dict) -> str:
     configs = report["configs"]
     if report.get("parity") == "official":
         out.append("parity: official (each metric as the benchmark's own scorer returns it, bugs included)")
+    protocol = report.get("protocol")
+    if protocol:
+        out.append(f"MMLongBench protocol {protocol['name']} ({protocol['repository']} @{protocol['commit'][:7]})")
+    judge = report.get("docqa_judge")
+    if judge:
+        origin = judge["prompts"]
+        out.append(f"document QA: LLM judge {judge['model']}, prompts {origin['file']} (md5 {origin['md5']}"
+                   + (f", {origin['repository']} @{origin['commit'][:7]})" if origin["official"] else
+                      ", NOT the pinned official file)"))
     out.append(format_table(["config", "n", "score %"], [[c, r["n"], r["score"]] for c, r in configs.items()]))
     overall = report.get("overall")
     if overall and len(configs) > 1:

@@ -12,7 +12,9 @@ the metric's own aggregate, so its ``stderr`` column reads "N/A". The task there
 the per-example scores, else a seeded bootstrap of the metric's own aggregate.
 
 ``MMLB_PARITY=official`` in the environment makes the hooks score as the benchmark's official code
-does (the same switch as ``mmlb eval --parity official``).
+does (the same switch as ``mmlb eval --parity official``); ``MMLB_PROTOCOL=v1.0`` picks MMLongBench's
+paper protocol instead of v1.1 (``mmlb eval --protocol``; no judge here: document QA by the rules,
+and every example counts in the mean, as lmms-eval averages what ``process_results`` returns).
 """
 from __future__ import annotations
 
@@ -41,6 +43,11 @@ def parity() -> str:
     return os.environ.get("MMLB_PARITY", "").strip() or "default"
 
 
+def protocol() -> str:
+    """MMLongBench's protocol, from ``$MMLB_PROTOCOL`` (default v1.1; ``mmlbdata.protocol``)."""
+    return os.environ.get("MMLB_PROTOCOL", "").strip() or "v1.1"
+
+
 def get_metric(name: str, scope: tuple = ()) -> Any:
     """``mmlbdata.evaluation.metrics``' registry entry for ``name`` (``get_metric`` or ``get``),
     at the parity ``$MMLB_PARITY`` asks for. Official instances are kept per ``scope`` (a doc's
@@ -55,13 +62,15 @@ def get_metric(name: str, scope: tuple = ()) -> Any:
             f"metric {name!r}: this mmlbdata has no metric registry (mmlbdata.evaluation.metrics.get_metric); "
             "install a version with the evaluator to score lmms-eval runs")
     try:
+        # the protocol is passed only when asked for: a registry without it still serves the default
+        chosen = {"protocol": protocol()} if os.environ.get("MMLB_PROTOCOL", "").strip() else {}
         if parity() == "default":
-            return lookup(name)
+            return lookup(name, **chosen)
         # one instance per metric and loaded file: official binary_acc's default answer cycles
         # over the docs in order and data.py restarts it for each file it loads
-        key = (name, parity(), *scope)
+        key = (name, parity(), protocol(), *scope)
         if key not in _OFFICIAL:
-            _OFFICIAL[key] = lookup(name, parity=parity())
+            _OFFICIAL[key] = lookup(name, parity=parity(), **chosen)
         return _OFFICIAL[key]
     except KeyError as err:
         raise MetricUnavailableError(f"metric {name!r} is not in mmlbdata's registry: {err}") from err

@@ -10,7 +10,7 @@ mmlb_release`` holds the loaders' assembly): Visual Haystack ``ctxs`` = the imag
 passages back as ``{"title", "text"}`` and ``image``; MM-NIAH the context as one ``ctxs`` text with
 ``image_list`` (+ ``needle_image_list`` or ``choices_image``); summaries and document QA page files
 ``<xx>/<sha256>/<doc_id>/page<N>.<ext>`` from which the loader prints ``Document <doc_id:.15> (page
-N)``; document QA the bare question (the loader adds "Based on Document ..."), ``doc_name`` and
+N)`` (document QA under protocol v1.1: ``Document <doc_id:.15>``); document QA the bare question (the loader adds "Based on Document ..."), ``doc_name`` and
 ``answer_format`` in the release's names (``Integer``, ``Float``, ``String``, ``List`` as a JSON
 string, ``None``); ICL one JSON object ``{domain: {exemplar_list, test_example}}`` with one domain per
 row whose single candidate holds one exemplar per round, so the loader's random draws cannot reorder
@@ -44,7 +44,8 @@ CATEGORY = {"vh": "NIAH", "mmniah": "NIAH", "vrag": "vrag", "icl": "ICL", "summ"
 #: our answer_format names (samples.json's) -> the release's
 ANSWER_FORMATS = {"Int": "Integer", "Integer": "Integer", "Float": "Float", "Str": "String", "String": "String",
                   "List": "List", "None": "None"}
-PAGE_ITEM = re.compile(r"Document (.{0,15}) \(page ([^)]*)\): " + re.escape(IMAGE_PLACEHOLDER) + r"$", re.DOTALL)
+# the page id is there under MMLongBench protocol v1.0 only (mmlbdata.protocol)
+PAGE_ITEM = re.compile(r"Document (.{0,15}?)(?: \(page ([^)]*)\))?: " + re.escape(IMAGE_PLACEHOLDER) + r"$", re.DOTALL)
 PAGE_LABEL = re.compile(r" \(page [^)]*\)(?=: " + re.escape(IMAGE_PLACEHOLDER) + ")")
 CHOICES = re.compile(r"(\n[A-Z]\. " + re.escape(IMAGE_PLACEHOLDER) + r")+$")
 
@@ -151,7 +152,10 @@ def _page_names(row: dict, context: str) -> Optional[list[tuple[str, str]]]:
     if items and all(items) and len(items) == len(row["images"]):
         if len(docs) != len(items):
             docs = [m.group(1) for m in items]
-        return [(doc if doc[:15] == m.group(1) else m.group(1), m.group(2)) for doc, m in zip(docs, items)]
+        indexes = [str(p) for _, p in meta.get("pages") or []]
+        indexes = indexes if len(indexes) == len(items) else [str(i) for i in range(len(items))]
+        return [(doc if doc[:15] == m.group(1) else m.group(1), m.group(2) if m.group(2) is not None else index)
+                for doc, m, index in zip(docs, items, indexes)]
     pages = meta.get("pages")
     if isinstance(pages, list) and len(pages) == len(row["images"]):
         return [(str(doc), str(page)) for doc, page in pages]
@@ -171,9 +175,9 @@ def _store_images(image_root: Path, row: dict, pages: Optional[list[tuple[str, s
 
 
 # -- one row -> one record, checked ----------------------------------------------------------------
-def official_record(row: dict, kind: str, image_root: Path) -> tuple[dict, Optional[str]]:
-    """The release record of ``row`` and, when the official loader would not rebuild the row's
-    prompt and images from it exactly, what differs."""
+def official_record(row: dict, kind: str, image_root: Path, protocol=None) -> tuple[dict, Optional[str]]:
+    """The release record of ``row`` and, when the official loader of ``protocol`` (the one the
+    row was built under) would not rebuild the row's prompt and images from it exactly, what differs."""
     try:
         context, question = release.split_prompt(kind, row["prompt"])
     except ValueError as err:
@@ -187,13 +191,13 @@ def official_record(row: dict, kind: str, image_root: Path) -> tuple[dict, Optio
     except (ExportMismatch, ValueError, SyntaxError) as err:
         return {"id": row["id"], "question": row["question"], "answer": _answer(row["answers"])}, str(err)
     if problem is None:
-        problem = _check(record, kind, row, images)
+        problem = _check(record, kind, row, images, protocol)
     return record, problem
 
 
-def _check(record: dict, kind: str, row: dict, images: list[str]) -> Optional[str]:
+def _check(record: dict, kind: str, row: dict, images: list[str], protocol=None) -> Optional[str]:
     try:
-        again = release.assemble(kind, record)
+        again = release.assemble(kind, record, protocol)
     except release.ReleaseRecordError as err:
         return str(err)
     if again.prompt != row["prompt"]:
@@ -280,7 +284,7 @@ def export_jsonl(folder: Path, out: Path, *, configs: Optional[Sequence[str]] = 
         if kind == "icl":
             _write_atomic(path, [_icl_file(folder, name, image_root, problems)])
         else:
-            _write_atomic(path, _jsonl_lines(folder, name, kind, image_root, problems))
+            _write_atomic(path, _jsonl_lines(folder, name, kind, image_root, problems, manifest.get("protocol")))
         if problems:
             logger.warning("%s: %d row(s) the official loader would read differently (first: %s)",
                            name, len(problems), problems[0])
@@ -288,12 +292,13 @@ def export_jsonl(folder: Path, out: Path, *, configs: Optional[Sequence[str]] = 
     return written
 
 
-def _jsonl_lines(folder: Path, name: str, kind: Optional[str], image_root: Path, problems: list[str]):
+def _jsonl_lines(folder: Path, name: str, kind: Optional[str], image_root: Path, problems: list[str],
+                 protocol=None):
     for row in iter_rows(folder, name):
         if kind is None:
             record = _generic_record(row, _store_images(image_root, row, None))
         else:
-            record, problem = official_record(row, kind, image_root)
+            record, problem = official_record(row, kind, image_root, protocol)
             if problem:
                 problems.append(f"{row['id']}: {problem}")
         yield json.dumps(_with_ours(record, row), ensure_ascii=False) + "\n"

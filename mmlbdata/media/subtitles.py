@@ -22,6 +22,9 @@ the clip axis:
 3. Cues that do not overlap ``[0, duration]`` are dropped; the rest are clipped to it, so a
    line's midpoint (which orders it among the frames) lies inside the clip.
 
+JSON times may be negative (a Whisper first cue that starts before 0 s): they are read as
+written, as the reference loader reads them, and then clipped or kept like any other time.
+
 ``null_end="original"`` reproduces LongVideoBench's ``insert_subtitles_into_frames`` exactly
 instead: a Whisper-style end that is not a JSON float (``null``, or an integer such as ``5``)
 becomes the clip duration *on the source axis* (``end = duration`` before the shift, which
@@ -48,6 +51,7 @@ __all__ = [
     "read_subtitles",
     "clip_cues",
     "load_clip_cues",
+    "negative_cues",
 ]
 
 SUFFIXES = (".json", ".srt", ".vtt")
@@ -87,7 +91,13 @@ def parse_timestamp(value: str) -> float:
 
 
 def _seconds(value: object, what: str) -> float:
-    """A JSON time: number of seconds or a timestamp string; finite and >= 0."""
+    """A JSON time: a finite number of seconds, or a timestamp string.
+
+    A number may be negative: Whisper writes a first cue a little before 0 (``[-2.96, 26.05]``),
+    and LongVideoBench's loader (``insert_subtitles_into_frames``, longvideobench_dataset.py
+    @fc3c5532 lines 57-66) only subtracts the offset from it. :func:`clip_cues` then clips it
+    to the clip (default) or keeps it as is (``null_end="original"``); :func:`negative_cues`
+    finds such cues so that a build can report them."""
     if isinstance(value, bool):
         raise ValueError(f"bad {what} {value!r}")
     if isinstance(value, (int, float)):
@@ -96,7 +106,7 @@ def _seconds(value: object, what: str) -> float:
         seconds = parse_timestamp(value)
     else:
         raise ValueError(f"bad {what} {value!r}")
-    if not math.isfinite(seconds) or seconds < 0:
+    if not math.isfinite(seconds):
         raise ValueError(f"bad {what} {value!r}")
     return seconds
 
@@ -126,7 +136,9 @@ def _json_cue(item: object) -> Cue:
         raise ValueError(f"neither 'timestamp' nor 'start' in {sorted(item)}")
     if not isinstance(text, str):
         raise ValueError(f"bad text {text!r}")
-    _check_order(start, end)
+    # No order check here: the reference loader reads any JSON span (an integer end becomes the
+    # duration, a reversed float span is re-centred on its midpoint), so only clip_cues' default
+    # mode, which knows how the end is resolved, refuses an end before its start.
     # the text as released: LVB's loader puts it in its input list unchanged (the prompt builder
     # strips it unless asked for the official text, builders/lvb.py text_items)
     return Cue(start, end, text, integral_end)
@@ -241,6 +253,11 @@ def read_subtitles(path: str | Path) -> list[Cue]:
     return parse_vtt(raw, str(path)) if suffix == ".vtt" else parse_srt(raw, str(path))
 
 
+def negative_cues(cues: Iterable[Cue]) -> int:
+    """How many cues start or end before 0 s on the axis they are given on."""
+    return sum(1 for cue in cues if cue.start < 0 or (cue.end is not None and cue.end < 0))
+
+
 def _resolve_null_ends(cues: Sequence[Cue], offset: float, duration: float,
                        null_end: str) -> list[Cue]:
     """Fill ``end=None`` (see module docstring); times stay on the source axis."""
@@ -261,16 +278,23 @@ def _resolve_null_ends(cues: Sequence[Cue], offset: float, duration: float,
 
 
 def clip_cues(cues: Iterable[Cue], offset: float, duration: float, *,
-              null_end: str = "next") -> list[Cue]:
+              null_end: str = "next", source: str = "<cues>") -> list[Cue]:
     """Cues on the clip axis: null ends resolved, shifted by ``-offset``, kept in [0, duration].
 
     A cue overlapping the clip only in part is clipped to it (its midpoint, which orders it
     among the frames, then lies inside the clip). With ``null_end="original"`` cues are only
-    shifted, never dropped or clipped, as the reference loader does (module docstring).
+    shifted, never dropped or clipped, as the reference loader does (module docstring), a span
+    whose end comes before its start included; the default refuses such a cue (``source`` names
+    the file in that error).
     """
     resolved = _resolve_null_ends(list(cues), offset, duration, null_end)
     if null_end == "original":
         return [Cue(cue.start - offset, cue.end - offset, cue.text) for cue in resolved]
+    for number, cue in enumerate(resolved):
+        try:
+            _check_order(cue.start, cue.end)
+        except ValueError as err:
+            raise SubtitleError(f"{source}: cue {number}: {err}") from None
     out = []
     for cue in resolved:
         start, end = cue.start - offset, cue.end - offset
@@ -282,4 +306,4 @@ def clip_cues(cues: Iterable[Cue], offset: float, duration: float, *,
 
 def load_clip_cues(path: str | Path, offset: float, duration: float, **options) -> list[Cue]:
     """:func:`read_subtitles` then :func:`clip_cues`."""
-    return clip_cues(read_subtitles(path), offset, duration, **options)
+    return clip_cues(read_subtitles(path), offset, duration, source=str(path), **options)

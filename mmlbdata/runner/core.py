@@ -1,9 +1,11 @@
 """The backend-independent part of ``mmlb run``: read examples, batch, write, resume, time.
 
 Examples are streamed from the built dataset with images left undecoded; each backend gets
-requests (chat content + the kept images + prefix + token budget) and returns texts.
-Predictions are appended to the JSONL as they come, so an interrupted run resumes by
-skipping ids already written for the config.
+requests (chat content + the kept images + prefix + token budget) and returns texts. A backend
+may split its work into ``prepare(requests, profile)`` (CPU: decode, processor) and
+``generate(prepared)`` (the model): :mod:`.pipeline` then prepares the next batches in
+background threads while this one generates. Predictions are appended to the JSONL as they
+come, so an interrupted run resumes by skipping ids already written for the config.
 """
 from __future__ import annotations
 
@@ -11,11 +13,14 @@ import json
 import logging
 import sys
 import time
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Protocol, Sequence
+from typing import Iterator, Optional, Protocol, Sequence
 
 from .chat import answer_prefix_for, max_new_tokens_for, text_context, to_content
+from .pipeline import (STAGES, Batch, BatchProfile, batches, gpu_peak_memory, prefetched, prepare_batch,
+                       stage)
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +34,7 @@ class Request:
     images: list  # undecoded image values, indexed by content items' "index"
     prefix: str = ""
     max_new_tokens: int = 128
+    length: int = 0  # the row's num_tokens (else its prompt's characters): what --sort-window sorts by
 
 
 @dataclass
@@ -39,6 +45,9 @@ class Generation:
 
 
 class Backend(Protocol):
+    """``generate`` takes what ``prepare`` returned, or the requests themselves when the backend
+    has no ``prepare`` (optional: ``prepare(requests, profile)`` runs in a background thread)."""
+
     def generate(self, requests: Sequence[Request]) -> list[Generation]: ...
 
 
@@ -51,12 +60,27 @@ class RunStats:
     generated_tokens: int = 0
     seconds: float = 0.0
     per_config: dict = field(default_factory=dict)
+    #: seconds spent per stage, summed over batches (stages overlap: they may add up past ``seconds``)
+    stages: dict = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+    waited: float = 0.0  # generation idle, waiting for a prepared batch
+    gpu_peak: Optional[int] = None  # torch.cuda.max_memory_allocated, bytes; None: no CUDA
+
+    def add_profile(self, profile: BatchProfile) -> None:
+        for name, seconds in profile.seconds.items():
+            self.stages[name] = self.stages.get(name, 0.0) + seconds
+        self.waited += profile.waited
 
     def line(self) -> str:
         s = max(self.seconds, 1e-9)
         return (f"{self.examples} examples in {self.seconds:.1f}s: {self.examples / s:.3f} ex/s, "
                 f"{self.generated_tokens / s:.1f} generated tok/s, {self.prompt_tokens / s:.1f} prompt tok/s "
-                f"({self.skipped} already done, {self.errors} failed)")
+                f"({self.skipped} already done, {self.errors} failed); {self.stage_line()}")
+
+    def stage_line(self) -> str:
+        """Where the time went: seconds per stage, generation's wait for input, GPU peak memory."""
+        stages = ", ".join(f"{name} {self.stages.get(name, 0.0):.1f}s" for name in STAGES)
+        gpu = f"{self.gpu_peak / 2**30:.2f} GiB" if self.gpu_peak is not None else "n/a"
+        return f"stages: {stages}, waiting for input {self.waited:.1f}s; GPU peak memory {gpu}"
 
 
 def done_ids(path: Path, config: str) -> set[str]:
@@ -102,71 +126,115 @@ def make_request(row: dict, config: str, max_images: int | None, max_new_tokens:
     metric = row.get("metric") or ""
     return Request(id=str(row["id"]), config=config, metric=metric, content=content, images=images,
                    prefix=answer_prefix_for(metric, meta) if prefill else "",
-                   max_new_tokens=max_new_tokens_for(metric, max_new_tokens))
+                   max_new_tokens=max_new_tokens_for(metric, max_new_tokens),
+                   length=int(row.get("num_tokens") or 0) or len(prompt))
+
+
+@dataclass
+class PipelineOptions:
+    """How batches are formed and prepared ahead (see :mod:`.pipeline`).
+
+    ``workers=0`` is the serial path; any ``workers`` gives the same batches, so the same
+    predictions. ``sort_window`` (0: off) sorts each window of that many batches by length to
+    save padding: same ids, other batches, so greedy outputs may differ in the last digits of
+    the logits; off by default for that reason.
+    """
+    workers: int = 2
+    depth: int = 4
+    sort_window: int = 0
+    profile: Optional[str | Path] = None  # a JSONL file: one line per batch (stages, ids, padding)
 
 
 def run(backend: Backend, data_dir: str | Path, configs: Sequence[str], out: str | Path,
         batch_size: int = 1, max_images: int | None = None, max_new_tokens: int | None = None,
-        prefill: bool = True, limit: int | None = None, as_text: bool = False) -> RunStats:
+        prefill: bool = True, limit: int | None = None, as_text: bool = False,
+        pipeline: PipelineOptions | None = None) -> RunStats:
     """Generate predictions for every example of every config not yet in ``out``
-    (``as_text``: ReadBench's text baseline, see :func:`chat.text_context`)."""
+    (``as_text``: ReadBench's text baseline, see :func:`chat.text_context`), preparing the next
+    batches while one generates (``pipeline``)."""
+    opts = pipeline or PipelineOptions()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     stats = RunStats()
     start = time.perf_counter()
-    with out.open("a", encoding="utf-8") as sink:
-        for config in configs:
-            seen = done_ids(out, config)
-            batch: list[Request] = []
-            count = 0
-            for row in iter_examples(data_dir, config):
-                if limit is not None and count >= limit:
-                    break
-                count += 1
-                if str(row["id"]) in seen:
-                    stats.skipped += 1
-                    continue
-                try:
-                    batch.append(make_request(row, config, max_images, max_new_tokens, prefill, as_text))
-                except ValueError as exc:
-                    log.error("config %s example %s skipped: %s", config, row.get("id"), exc)
-                    stats.errors += 1
-                    continue
-                if len(batch) >= batch_size:
-                    _flush(backend, batch, sink, stats)
-                    batch = []
-            if batch:
+    seen = {config: done_ids(out, config) for config in configs}
+    read = {"skipped": 0, "errors": 0}  # counted by the reading thread, added to stats at the end
+
+    def requests(config: str) -> Iterator[tuple[Request, float]]:
+        """The config's pending requests, each with the seconds spent reading it."""
+        count, rows = 0, iter_examples(data_dir, config)
+        while limit is None or count < limit:
+            started = time.perf_counter()
+            row = next(rows, None)
+            if row is None:
+                return
+            count += 1
+            if str(row["id"]) in seen[config]:
+                read["skipped"] += 1
+                continue
+            try:
+                request = make_request(row, config, max_images, max_new_tokens, prefill, as_text)
+            except ValueError as exc:
+                log.error("config %s example %s skipped: %s", config, row.get("id"), exc)
+                read["errors"] += 1
+                continue
+            yield request, time.perf_counter() - started
+
+    source = (batch for config in configs for batch in batches(requests(config), batch_size, opts.sort_window))
+    profile = Path(opts.profile).open("a", encoding="utf-8") if opts.profile else None
+    current = None
+    try:
+        # closing: an exception here (Ctrl-C, a crash) stops the reading threads at once
+        with out.open("a", encoding="utf-8") as sink, \
+                closing(prefetched(source, lambda b: prepare_batch(backend, b), opts.workers, opts.depth)) as ready:
+            for batch in ready:
+                if current is not None and batch.config != current:
+                    _log_config(current, stats, start)
+                current = batch.config
                 _flush(backend, batch, sink, stats)
-            stats.seconds = time.perf_counter() - start
-            log.info("%s: %s", config, stats.line())
+                if profile is not None:
+                    profile.write(json.dumps({**batch.profile.record(), "gpu_peak_bytes": gpu_peak_memory()}) + "\n")
+                    profile.flush()
+    finally:
+        if profile is not None:
+            profile.close()
+    stats.skipped += read["skipped"]
+    stats.errors += read["errors"]
+    if current is not None:
+        _log_config(current, stats, start)
     stats.seconds = time.perf_counter() - start
+    stats.gpu_peak = gpu_peak_memory()
     return stats
 
 
-def generate_rows(backend: Backend, batch: list[Request]) -> tuple[list[dict], list[str]]:
-    """Prediction rows (the JSONL's fields) for one batch and the ids whose generation failed.
+def _log_config(config: str, stats: RunStats, start: float) -> None:
+    stats.seconds = time.perf_counter() - start
+    log.info("%s: %s", config, stats.line())
 
-    Requests are grouped by token budget and prefix so a backend call shares settings; one
-    failing group (OOM, corrupt image) is logged and reported, never ends a long run.
+
+def generate_batch(backend: Backend, batch: Batch) -> tuple[list[dict], list[str]]:
+    """Prediction rows (the JSONL's fields) for one prepared batch and the ids that failed.
+
+    A failing batch (OOM, corrupt image) is logged and reported, never ends a long run.
     """
-    groups: dict[tuple, list[Request]] = {}
-    for req in batch:
-        groups.setdefault((req.max_new_tokens, bool(req.prefix)), []).append(req)
-    rows: list[dict] = []
-    failed: list[str] = []
-    for reqs in groups.values():
+    reqs = batch.requests
+    gens = None
+    if batch.error is None:
         try:
-            gens = backend.generate(reqs)
+            with stage(batch.profile, "generate"):
+                gens = backend.generate(batch.prepared)
         except Exception as exc:  # noqa: BLE001 - see the docstring
-            log.error("batch %s failed: %s", [r.id for r in reqs], exc)
-            print(f"mmlb run: batch {[r.id for r in reqs]} failed: {exc}", file=sys.stderr)
-            failed.extend(r.id for r in reqs)
-            continue
-        for req, gen in zip(reqs, gens):
-            text = req.prefix + gen.text if req.prefix else gen.text
-            rows.append({"id": req.id, "config": req.config, "prediction": text,
-                         "prompt_tokens": gen.prompt_tokens, "generated_tokens": gen.generated_tokens})
-    return rows, failed
+            batch.error = exc
+    if batch.error is not None:
+        log.error("batch %s failed: %s", [r.id for r in reqs], batch.error)
+        print(f"mmlb run: batch {[r.id for r in reqs]} failed: {batch.error}", file=sys.stderr)
+        return [], [r.id for r in reqs]
+    rows = []
+    for req, gen in zip(reqs, gens):
+        text = req.prefix + gen.text if req.prefix else gen.text
+        rows.append({"id": req.id, "config": req.config, "prediction": text,
+                     "prompt_tokens": gen.prompt_tokens, "generated_tokens": gen.generated_tokens})
+    return rows, []
 
 
 def write_prediction(sink, row: dict, stats: RunStats) -> None:
@@ -182,9 +250,10 @@ def write_prediction(sink, row: dict, stats: RunStats) -> None:
 PREDICTION_FIELDS = ("id", "config", "prediction", "prompt_tokens", "generated_tokens")
 
 
-def _flush(backend: Backend, batch: list[Request], sink, stats: RunStats) -> None:
-    rows, failed = generate_rows(backend, batch)
+def _flush(backend: Backend, batch: Batch, sink, stats: RunStats) -> None:
+    rows, failed = generate_batch(backend, batch)
     for row in rows:
         write_prediction(sink, row, stats)
     stats.errors += len(failed)
+    stats.add_profile(batch.profile)
     sink.flush()

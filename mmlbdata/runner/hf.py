@@ -2,15 +2,24 @@
 
 Greedy decoding, left padding for batches, the assistant turn prefilled by appending the
 answer prefix after the generation prompt. torch/transformers are imported lazily.
+
+Split in two for the runner's pipeline: :meth:`HFBackend.prepare` (CPU: chat template, image
+decoding, the processor) runs in background threads, each with its own copy of the processor
+(a fast tokenizer's padding state is not safe to share between threads), while
+:meth:`HFBackend.generate` runs the model on the previous batch.
 """
 from __future__ import annotations
 
+import copy
 import logging
+import threading
+from dataclasses import dataclass
 from typing import Sequence
 
 from ..extras import require
 from .chat import to_pil
 from .core import Generation, Request
+from .pipeline import BatchProfile, stage
 
 log = logging.getLogger(__name__)
 
@@ -45,26 +54,49 @@ class HFBackend:
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
         self.tokenizer = tokenizer
+        self._owner = threading.get_ident()
+        self._local = threading.local()
         kwargs = {"dtype": torch_dtype, "trust_remote_code": trust_remote_code}
         if attn_implementation:
             kwargs["attn_implementation"] = attn_implementation
         self.model = AutoModelForImageTextToText.from_pretrained(model, **kwargs).to(self.device).eval()
         log.info("loaded %s on %s (%s)", model, self.device, torch_dtype)
 
-    def _text(self, req: Request) -> str:
+    def _processor(self):
+        """The processor for this thread: the loaded one in the thread that built the backend, a
+        copy (made once) in each pipeline worker."""
+        if threading.get_ident() == self._owner:
+            return self.processor
+        if getattr(self._local, "processor", None) is None:
+            self._local.processor = copy.deepcopy(self.processor)
+        return self._local.processor
+
+    def _text(self, processor, req: Request) -> str:
         items = [{"type": "text", "text": c["text"]} if c["type"] == "text" else {"type": "image"}
                  for c in req.content]
         messages = [{"role": "user", "content": items}]
-        text = self.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         return text + req.prefix
 
-    def generate(self, requests: Sequence[Request]) -> list[Generation]:
+    def prepare(self, requests: Sequence[Request], profile: BatchProfile | None = None) -> "HFPrepared":
+        """CPU work for one batch: prompts through the chat template, images decoded, the
+        processor's tensors (on CPU; :meth:`generate` moves them)."""
+        processor = self._processor()
+        with stage(profile, "preprocess"):
+            texts = [self._text(processor, r) for r in requests]
+        with stage(profile, "decode"):
+            images = [to_pil(r.images[c["index"]]) for r in requests for c in r.content if c["type"] == "image"]
+        with stage(profile, "preprocess"):
+            inputs = processor(text=texts, images=images or None, return_tensors="pt", padding=True)
+        return HFPrepared(list(requests), inputs)
+
+    def generate(self, prepared: "HFPrepared | Sequence[Request]") -> list[Generation]:
         import torch
 
-        texts = [self._text(r) for r in requests]
-        images = [to_pil(r.images[c["index"]]) for r in requests for c in r.content if c["type"] == "image"]
-        inputs = self.processor(text=texts, images=images or None, return_tensors="pt", padding=True)
-        inputs = inputs.to(self.device)
+        if not isinstance(prepared, HFPrepared):  # called with requests: prepare here
+            prepared = self.prepare(prepared)
+        requests = prepared.requests
+        inputs = prepared.inputs.to(self.device)
         if "pixel_values" in inputs and inputs["pixel_values"].is_floating_point():
             inputs["pixel_values"] = inputs["pixel_values"].to(self.model.dtype)
         with torch.inference_mode():
@@ -80,6 +112,13 @@ class HFBackend:
             gens.append(Generation(self.tokenizer.decode(new, skip_special_tokens=True),
                                    int(mask[i].sum()), n_new))
         return gens
+
+
+@dataclass
+class HFPrepared:
+    """One batch ready for the model: its requests and the processor's output (CPU tensors)."""
+    requests: list[Request]
+    inputs: object
 
 
 def _until_eos(tokens, eos_id: int) -> int:

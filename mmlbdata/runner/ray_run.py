@@ -12,25 +12,36 @@ Why not ``ray.data.llm``: its vLLM processor serves only vLLM (no transformers b
 CPU path to test on, no OpenAI-server client with our prefilled assistant turn), while one
 hand-written actor around :func:`backends.make_backend` runs all three backends with the request
 building (interleaved images, answer prefix, token budgets) that the single-process runner uses.
+
+Each replica runs the single-process pipeline's stages (:mod:`.pipeline`): Ray Data reads rows
+ahead in its own tasks, and a replica takes two batches at a time (two actor threads): one
+prepares (decode + processor) while the other generates; a lock keeps generation one batch at a
+time, so the model and the replica's GPU memory see what a single-process run gives them.
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import socket
+import threading
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from ..raycluster import connect
 from .backends import BackendOptions, make_backend
-from .core import PREDICTION_FIELDS, RunStats, done_ids, generate_rows, make_request, write_prediction
+from .core import PREDICTION_FIELDS, RunStats, done_ids, generate_batch, make_request, write_prediction
+from .pipeline import STAGES, batches, gpu_peak_memory, prepare_batch
 
 log = logging.getLogger(__name__)
 
-ROW_COLUMNS = ["id", "prompt", "images", "metric", "meta"]
+ROW_COLUMNS = ["id", "prompt", "images", "metric", "meta", "num_tokens"]
 READ_CPUS = 0.1
+#: batches a replica holds at once: one preparing while one generates
+CALLS_PER_REPLICA = 2
 
 
 @dataclass
@@ -116,35 +127,54 @@ def _keep_rows(table, config: str, wanted: list[str], root: Optional[str] = None
 class Replica:
     """One model replica (a Ray actor in the pool): builds its backend once, then turns batches
     of rows into prediction rows. A failed generation becomes a row with ``failed`` set, so the
-    driver counts it without writing a prediction (a later run retries it)."""
+    driver counts it without writing a prediction (a later run retries it). Calls run in
+    :data:`CALLS_PER_REPLICA` threads: preparing overlaps, generating holds ``_generating``."""
 
     def __init__(self, backend: BackendOptions | Callable[[], object], requests: RequestOptions):
         self.backend = backend() if callable(backend) else make_backend(backend)
         self.requests = requests
         self.name = f"{socket.gethostname()}:{os.getpid()}"
+        self._generating = threading.Lock()
 
-    def __call__(self, table) -> dict:
-        batch, failed = [], []
+    def _requests(self, table, failed: list) -> list[tuple[object, float]]:
+        """``(request, read_seconds)`` per row; rows that make no request go to ``failed``."""
+        items = []
         for row in table.to_pylist():
+            started = time.perf_counter()
             try:
-                batch.append(make_request(row, row["config"], self.requests.max_images,
-                                          self.requests.max_new_tokens, self.requests.prefill,
-                                          self.requests.as_text))
+                items.append((make_request(row, row["config"], self.requests.max_images,
+                                           self.requests.max_new_tokens, self.requests.prefill,
+                                           self.requests.as_text), time.perf_counter() - started))
             except ValueError as exc:
                 log.error("config %s example %s skipped: %s", row["config"], row.get("id"), exc)
                 failed.append((row["config"], str(row["id"])))
-        started = time.perf_counter()
-        rows, failed_ids = generate_rows(self.backend, batch) if batch else ([], [])
-        seconds = time.perf_counter() - started
-        by_id = {r.id: r.config for r in batch}
-        failed += [(by_id[i], i) for i in failed_ids]
+        return items
+
+    def __call__(self, table) -> dict:
+        failed: list[tuple[str, str]] = []
+        items = self._requests(table, failed)
+        rows, stages = [], dict.fromkeys(STAGES, 0.0)
+        # a Ray block may mix configs and budgets: one backend call per config and group key
+        for config in sorted({r.config for r, _ in items}):
+            for batch in batches([i for i in items if i[0].config == config], batch_size=len(items)):
+                prepare_batch(self.backend, batch)
+                with self._generating:
+                    done, failed_ids = generate_batch(self.backend, batch)
+                rows += done
+                failed += [(config, i) for i in failed_ids]
+                for name, seconds in batch.profile.seconds.items():
+                    stages[name] += seconds
         out = rows + [{"id": i, "config": c, "prediction": "", "prompt_tokens": 0, "generated_tokens": 0}
                       for c, i in failed]
         columns = {k: [r[k] for r in out] for k in PREDICTION_FIELDS}
         columns["failed"] = [False] * len(rows) + [True] * len(failed)
         columns["replica"] = [self.name] * len(out)
-        # the batch's generation time, shared out so per-replica sums give busy time
-        columns["seconds"] = [seconds / max(len(out), 1)] * len(out)
+        # the batch's time per stage, shared out so per-replica sums give busy time
+        share = 1 / max(len(out), 1)
+        columns["seconds"] = [stages["generate"] * share] * len(out)
+        for name in STAGES:
+            columns[f"stage_{name}"] = [stages[name] * share] * len(out)
+        columns["gpu_peak"] = [gpu_peak_memory() or -1] * len(out)  # -1: no CUDA in this replica
         return columns
 
 
@@ -198,14 +228,16 @@ def run_on_ray(backend: BackendOptions | Callable[[], object], data: str | os.Pa
                out: str | os.PathLike, *, address: Optional[str] = None, replicas: int = 1,
                gpus_per_replica: Optional[float] = 0, cpus_per_replica: float = 1, batch_size: int = 1,
                requests: Optional[RequestOptions] = None, limit: Optional[int] = None,
-               progress: bool = True, num_cpus: Optional[int] = None,
+               progress: bool = True, num_cpus: Optional[int] = None, profile: Optional[str | os.PathLike] = None,
                max_replica_restarts: int = -1) -> RayRunStats:
     """Predict every pending example of ``configs`` with ``replicas`` backend actors and append
     the predictions to ``out``. ``backend`` is the options each replica builds its backend from
     (or a zero-argument factory). A replica that dies is restarted and its batch retried
     (``max_replica_restarts``, -1: no limit); a run that stops anyway resumes on the next call.
     ``gpus_per_replica=None`` reserves one GPU per replica when the cluster has any, else none (the
-    hf backend's ``--device auto``: it would otherwise share an unreserved GPU or sit on CPU)."""
+    hf backend's ``--device auto``: it would otherwise share an unreserved GPU or sit on CPU).
+    ``profile``: a JSONL file, one line per block of predictions received (ids, replica, seconds
+    per stage)."""
     from tqdm.auto import tqdm
 
     ray = connect(address, "mmlb run --ray", num_cpus)
@@ -229,23 +261,44 @@ def run_on_ray(backend: BackendOptions | Callable[[], object], data: str | os.Pa
     ds = ds.repartition(target_num_rows_per_block=batch_size)
     predictions = ds.map_batches(
         Replica, fn_constructor_kwargs={"backend": backend, "requests": requests or RequestOptions()},
-        batch_size=batch_size, batch_format="pyarrow", compute=ray.data.ActorPoolStrategy(size=replicas),
+        batch_size=batch_size, batch_format="pyarrow", compute=ray.data.ActorPoolStrategy(size=replicas, max_concurrent_calls_per_actor=CALLS_PER_REPLICA),
         num_gpus=gpus_per_replica,
         num_cpus=cpus_per_replica, max_restarts=max_replica_restarts, max_task_retries=max_replica_restarts)
     with out.open("a", encoding="utf-8") as sink, tqdm(total=total, desc="mmlb run --ray", unit=" ex",
-                                                         disable=not progress, dynamic_ncols=True) as bar:
+                                                         disable=not progress, dynamic_ncols=True) as bar, \
+            (open(profile, "a", encoding="utf-8") if profile else nullcontext()) as profile_sink:
         for block in predictions.iter_batches(batch_size=None, batch_format="pyarrow"):
-            for row in block.to_pylist():
+            rows = block.to_pylist()
+            for row in rows:
                 _record(row, sink, stats)
             sink.flush()
+            if profile_sink is not None and rows:
+                profile_sink.write(json.dumps(block_profile(rows)) + "\n")
+                profile_sink.flush()
             bar.update(block.num_rows)
     stats.seconds = time.perf_counter() - started
     return stats
 
 
+def block_profile(rows: list[dict]) -> dict:
+    """The ``--profile`` line of one block of predictions: what the single-process runner writes
+    per batch, less the wait (a replica's is Ray's business), plus the replica."""
+    record = {"config": rows[0]["config"], "ids": [r["id"] for r in rows], "size": len(rows),
+              "replica": rows[0]["replica"]}
+    record.update({name: round(sum(r[f"stage_{name}"] for r in rows), 6) for name in STAGES})
+    record["gpu_peak_bytes"] = max(r["gpu_peak"] for r in rows) if rows[0]["gpu_peak"] >= 0 else None
+    return record
+
+
 def _record(row: dict, sink, stats: RayRunStats) -> None:
     replica = stats.replicas.setdefault(row["replica"], RunStats())
     replica.seconds += row["seconds"]
+    for name in STAGES:
+        stats.stages[name] += row[f"stage_{name}"]
+        replica.stages[name] += row[f"stage_{name}"]
+    if row["gpu_peak"] >= 0:
+        replica.gpu_peak = max(replica.gpu_peak or 0, row["gpu_peak"])
+        stats.gpu_peak = max(stats.gpu_peak or 0, row["gpu_peak"])  # the largest replica's
     if row["failed"]:
         stats.errors += 1
         replica.errors += 1

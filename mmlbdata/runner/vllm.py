@@ -2,15 +2,35 @@
 
 ``vllm`` is imported only when the offline backend is built (it is not a dependency of this
 package; install it on the GPU machine). The server backend needs only ``openai``.
+
+Both have a ``prepare`` the runner's pipeline runs ahead in background threads: the chat
+messages with every image read and base64-encoded, so ``generate`` only sends them.
 """
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Sequence
 
 from ..extras import require
 from .chat import openai_messages
 from .core import Generation, Request
+from .pipeline import BatchProfile, stage
+
+
+@dataclass
+class PreparedChats:
+    """One batch's requests and their OpenAI-format messages (images as data URIs)."""
+    requests: list[Request]
+    messages: list[list[dict]]
+
+
+def prepare_chats(requests: Sequence[Request], profile: BatchProfile | None = None,
+                  with_prefix: bool = True) -> PreparedChats:
+    """Messages for each request, images read and encoded (the ``decode`` stage)."""
+    with stage(profile, "decode"):
+        return PreparedChats(list(requests), [openai_messages(r.content, r.images, r.prefix if with_prefix else "")
+                                              for r in requests])
 
 
 class VLLMBackend:
@@ -28,11 +48,16 @@ class VLLMBackend:
         self._vllm = vllm
         self.llm = vllm.LLM(model=model, trust_remote_code=trust_remote_code, **engine_kwargs)
 
-    def generate(self, requests: Sequence[Request]) -> list[Generation]:
+    def prepare(self, requests: Sequence[Request], profile: BatchProfile | None = None) -> PreparedChats:
+        return prepare_chats(requests, profile)
+
+    def generate(self, prepared: PreparedChats | Sequence[Request]) -> list[Generation]:
+        if not isinstance(prepared, PreparedChats):
+            prepared = self.prepare(prepared)
+        requests = prepared.requests
         params = self._vllm.SamplingParams(temperature=0.0, max_tokens=requests[0].max_new_tokens)
-        conversations = [openai_messages(r.content, r.images, r.prefix) for r in requests]
         prefilled = bool(requests[0].prefix)
-        outputs = self.llm.chat(conversations, params, use_tqdm=False,
+        outputs = self.llm.chat(prepared.messages, params, use_tqdm=False,
                                 add_generation_prompt=not prefilled, continue_final_message=prefilled)
         return [Generation(o.outputs[0].text, len(o.prompt_token_ids or []), len(o.outputs[0].token_ids))
                 for o in outputs]
@@ -51,16 +76,21 @@ class OpenAIServerBackend:
         self.concurrency = concurrency
         self.continue_final_message = continue_final_message
 
-    def _one(self, req: Request) -> Generation:
+    def prepare(self, requests: Sequence[Request], profile: BatchProfile | None = None) -> PreparedChats:
+        return prepare_chats(requests, profile, with_prefix=self.continue_final_message)
+
+    def _one(self, req: Request, messages: list[dict]) -> Generation:
         prefix = req.prefix if self.continue_final_message else ""
         extra = {"continue_final_message": True, "add_generation_prompt": False} if prefix else {}
         reply = self.client.chat.completions.create(
-            model=self.model, messages=openai_messages(req.content, req.images, prefix),
+            model=self.model, messages=messages,
             temperature=0.0, max_tokens=req.max_new_tokens, extra_body=extra or None)
         usage = reply.usage
         return Generation(reply.choices[0].message.content or "",
                           getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0)
 
-    def generate(self, requests: Sequence[Request]) -> list[Generation]:
-        with ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, len(requests)))) as pool:
-            return list(pool.map(self._one, requests))
+    def generate(self, prepared: PreparedChats | Sequence[Request]) -> list[Generation]:
+        if not isinstance(prepared, PreparedChats):
+            prepared = self.prepare(prepared)
+        with ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, len(prepared.requests)))) as pool:
+            return list(pool.map(self._one, prepared.requests, prepared.messages))

@@ -35,9 +35,12 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from ..prompts import (ANSWER_LINE, ANSWER_PREFIX, DOC_QUESTION, ICL_ITEM, PAGE, PASSAGE, TEXT_PAGE,  # noqa: F401
-                       TEMPLATE_OF, TEMPLATES, image_choices, render)
+                       TEMPLATE_OF, TEMPLATES, doc_page_item, image_choices, render)
+from .. import protocol as protocols
 from ..report import BuildReport
 from ..tokens import IMAGE_PLACEHOLDER
+from .lineschema import problem
+from .mmlb_release_lines import ICL_DOMAIN, ICL_TEST, LINE_SCHEMAS
 from .records import read_jsonl_reported
 
 SOURCE_KEY = "mmlb_release"
@@ -225,9 +228,11 @@ def _summary(kind: str):
     return assemble_summary
 
 
-def _docqa(record: dict) -> tuple[str, list[str], dict]:
+def _docqa(record: dict, protocol=None) -> tuple[str, list[str], dict]:
+    """load_doc_qa: one page item per page (with its page id under protocol v1.0 only)."""
     images = list(_need(record, "page_list"))
-    context = "\n\n".join(page_label(p, -1) for p in images)
+    context = "\n\n".join(doc_page_item(p.split("/")[-2], p.split("page")[-1].split(".")[0], protocol)
+                           for p in images)
     question = DOC_QUESTION.format(doc_id=_need(record, "doc_name")) + _need(record, "question")
     return _format("docqa", context, question), images, {"answer_format": record.get("answer_format"),
                                                         "doc_name": record["doc_name"]}
@@ -275,10 +280,14 @@ def gold(kind: str, record: dict) -> tuple[list[str], dict]:
     return answers_of(answer), {}
 
 
-def assemble(kind: str, record: dict) -> ReleaseRow:
-    """One JSON-lines record as ``data.py``'s loader for ``kind`` makes it."""
+#: loaders whose prompt depends on the protocol (mmlbdata.protocol)
+BY_PROTOCOL = {"docqa"}
+
+
+def assemble(kind: str, record: dict, protocol=None) -> ReleaseRow:
+    """One JSON-lines record as ``data.py``'s loader for ``kind`` makes it (under ``protocol``)."""
     try:
-        prompt, images, meta = ASSEMBLE[kind](record)
+        prompt, images, meta = ASSEMBLE[kind](record, **({"protocol": protocol} if kind in BY_PROTOCOL else {}))
         answers, answer_meta = gold(kind, record)
     except (KeyError, TypeError, AttributeError, IndexError) as err:
         raise ReleaseRecordError(f"malformed record ({type(err).__name__}: {err})") from err
@@ -336,37 +345,67 @@ def paper_order(num_rows: int, count: int, seed: int = OFFICIAL_SEED) -> list[in
     return index.shuffle(seed=seed).select(range(min(num_rows, count)))["row"]
 
 
-def _records(path: Path, report: BuildReport) -> Iterator[tuple[int, dict]]:
-    yield from read_jsonl_reported(path, report)
+def _records(path: Path, kind: str, report: BuildReport) -> Iterator[tuple[int, dict]]:
+    """(line number, record) of the lines that fit ``kind``'s schema (mmlb_release_lines), checked
+    here before any loader reads a field; a line that does not is reported (its field and why) and
+    left out, of the rows and of the paper's draw alike, as if it were not in the file."""
+    schema = LINE_SCHEMAS[kind]
+    for line_no, record in read_jsonl_reported(path, report):
+        found = problem(record, schema)
+        if found is None:
+            yield line_no, record
+        else:
+            report.skip(path, f"line {line_no}", found.message, field=found.field or None)
+
+
+def has_quoted_image(record: dict) -> bool:
+    """data.py ``load_vrag`` (v1.1, bf8fbae) drops a record when ``'"'`` is in any of its image
+    paths (``sample["image"]`` is one path: its characters are tested one by one, the same)."""
+    images = record.get("image")
+    images = [images] if isinstance(images, str) else images if isinstance(images, list) else []
+    return any(isinstance(p, str) and '"' in p for p in images)
+
+
+def _loaded(path: Path, kind: str, report: BuildReport, protocol) -> Iterator[tuple[int, dict]]:
+    """The records the official loader keeps before drawing its subset: under protocol v1.1
+    ``load_vrag`` first filters out images with a double quote (ViQuAE), reported as skipped."""
+    for line_no, record in _records(path, kind, report):
+        if kind == "vrag" and protocols.get(protocol).drop_quoted_images and has_quoted_image(record):
+            report.skip(path, f"line {line_no}", 'image path contains a double quote: dropped by load_vrag '
+                        '(MMLongBench v1.1, data.py @bf8fbae; --protocol v1.0 keeps it)')
+            continue
+        yield line_no, record
 
 
 def read_release_file(path: Path, kind: str, report: BuildReport, *, paper: Optional[int] = None,
-                      seed: int = OFFICIAL_SEED) -> Iterator[tuple[int, ReleaseRow]]:
+                      seed: int = OFFICIAL_SEED, protocol=None) -> Iterator[tuple[int, ReleaseRow]]:
     """(line number, row) of one JSON-lines release file; malformed records reported and skipped.
 
-    ``paper``: the official ``max_test_samples`` draw instead of every row.
+    ``paper``: the official ``max_test_samples`` draw instead of every row; ``protocol``: the
+    MMLongBench protocol whose loader is followed (``mmlbdata.protocol``, default v1.1).
     """
     selection = ReleaseFile("", "", kind, 0).selection
     lines: Optional[list[int]] = None
     if paper is not None and selection == "ids":
         try:
-            wanted = paper_ids([r.get("id") for _, r in _records(path, BuildReport()) if "id" in r], paper, seed)
+            wanted = paper_ids([r.get("id") for _, r in _loaded(path, kind, BuildReport(), protocol) if "id" in r],
+                               paper, seed)
         except ValueError as err:
             raise ValueError(f"{path}: {err}") from err
-        rows = ((n, r) for n, r in _records(path, report) if r.get("id") in wanted)
+        rows = ((n, r) for n, r in _loaded(path, kind, report, protocol) if r.get("id") in wanted)
         if kind == "vrag_occ":  # load_vrag_occlusion keeps the first row of each drawn id
             rows = _first_per_id(rows)
     elif paper is not None:
-        numbers = [n for n, _ in _records(path, BuildReport())]
+        numbers = [n for n, _ in _records(path, kind, BuildReport())]
         lines = [numbers[i] for i in paper_order(len(numbers), paper, seed)]
         keep = set(lines)
-        rows = ((n, r) for n, r in _records(path, report) if n in keep)
+        rows = ((n, r) for n, r in _records(path, kind, report) if n in keep)
     else:
-        rows = _records(path, report)
+        rows = _loaded(path, kind, report, protocol)
     built: dict[int, ReleaseRow] = {}
     for line_no, record in rows:
         try:
-            row = assemble(kind, record)
+            row = assemble(kind, record, protocol)
         except ReleaseRecordError as err:
             report.skip(path, f"line {line_no}", str(err))
             continue
@@ -393,13 +432,32 @@ def read_icl_file(path: Path, report: BuildReport, *, paper: Optional[int] = Non
     try:
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
-        if not isinstance(data, dict) or not all(
-                isinstance(v, dict) and "exemplar_list" in v and "test_example" in v for v in data.values()):
+        if not isinstance(data, dict):
             raise ValueError("not a JSON object {domain: {exemplar_list, test_example}}")
-        for row in icl_rows(data, paper=paper, seed=seed):
+        for row in icl_rows(_icl_fitting(path, data, report), paper=paper, seed=seed):
             yield row.meta["test_index"], row
     except (ValueError, KeyError, TypeError, IndexError) as err:
         report.skip(path, None, f"unreadable ICL release file: {type(err).__name__}: {err}")
+
+
+def _icl_fitting(path: Path, data: dict, report: BuildReport) -> dict:
+    """The ICL file with each domain and test example checked against its schema
+    (mmlb_release_lines) before the draws: what does not fit is reported and left out."""
+    fitting = {}
+    for domain, entry in data.items():
+        found = problem(entry, ICL_DOMAIN)
+        if found is not None:
+            report.skip(path, f"domain {domain}", found.message, field=found.field or None)
+            continue
+        tests = []
+        for index, example in enumerate(entry["test_example"]):
+            found = problem(example, ICL_TEST)
+            if found is None:
+                tests.append(example)
+            else:
+                report.skip(path, f"domain {domain} test example {index}", found.message, field=found.field or None)
+        fitting[domain] = {**entry, "test_example": tests}
+    return fitting
 
 
 # -- our ids and the card's comparison of lengths -----------------------------------------------------

@@ -7,6 +7,10 @@ needle, ``{K}_annotations_{M}_{N}_{N}.json`` for K needles) and ``file_to_captio
 grid files, relative to the release root), and 0-based ``index``/``row``/``col`` per needle (-1 when
 absent) with its ``target`` COCO file (a value, or a list when K > 1), as the repository's
 ``huggingface/mmneedle.py`` reads them.
+
+Every entry is checked against :data:`ENTRY_SCHEMA` before it is read (mmlbdata.sources.lineschema):
+an entry that does not fit is reported (its field and why) and skipped; a metadata or caption
+file that is not JSON at all fails its config with an error naming the file.
 """
 from __future__ import annotations
 
@@ -16,11 +20,25 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..report import BuildReport
+from .lineschema import Field, Rule, Schema, problem
 
 SOURCE_KEY = "mmneedle_release"
 LAYOUT = ("MMNeedle release (Wang-ML-Lab/MMNeedle): images_stitched/<N>_<N>/*.jpg + metadata_stitched/"
           "[<K>_]annotations_<M>_<N>_<N>.json + file_to_caption.json (the zips extracted)")
 CAPTIONS = "file_to_caption.json"
+
+#: a needle position: 0-based, -1 when absent (``int()`` of anything else was a silent guess)
+_POSITION = Field((int, list), items=Field((int,)),
+                  rule=(lambda v: all(x >= -1 for x in _as_list(v)), "0-based positions, -1 when absent"))
+#: one entry of ``[<K>_]annotations_<M>_<N>_<N>.json`` as the official needle.py reads it: the
+#: haystack images, and per needle index/row/col and the COCO target (one value, or a list when K > 1)
+ENTRY_SCHEMA = Schema({
+    "id": Field((int, str), required=False),
+    "image_ids": Field((list,), items=Field((str,)), nonempty=True),
+    "index": _POSITION, "row": _POSITION, "col": _POSITION,
+    "target": Field((str, list), items=Field((str,))),
+}, (Rule("target", lambda e: len({len(_as_list(e[k])) for k in ("index", "row", "col", "target")}) == 1,
+         "index/row/col/target lists differ in length"),))
 
 
 @dataclass(frozen=True)
@@ -53,18 +71,28 @@ def read_captions(root: Path) -> dict[str, str]:
     path = Path(root) / CAPTIONS
     if not path.is_file():
         raise FileNotFoundError(f"{path}: the release's caption file is missing (expected layout: {LAYOUT})")
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+    captions = _load_json(path)
+    if not isinstance(captions, dict):
+        raise ValueError(f"{path}: not a JSON object {{COCO file: caption}}")
+    return captions
+
+
+def _load_json(path: Path) -> Any:
+    """A whole release JSON file; an unreadable one is an error naming the file."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except ValueError as err:  # JSONDecodeError and UnicodeDecodeError alike
+        raise ValueError(f"{path}: not a readable JSON file ({type(err).__name__}: {err})") from None
 
 
 def _sample(number: int, entry: dict, captions: dict[str, str]) -> ReleasedSample:
-    fields = [_as_list(entry[key]) for key in ("index", "row", "col", "target")]
-    if len({len(f) for f in fields}) != 1:
-        raise ValueError("index/row/col/target lists differ in length")
+    fields = [_as_list(entry[key]) for key in ("index", "row", "col", "target")]  # equal lengths: ENTRY_SCHEMA
     needles = []
     for index, row, col, target in zip(*fields):
-        if target not in captions:
-            raise ValueError(f"no caption for {target!r} in {CAPTIONS}")
+        if not isinstance(captions.get(target), str):
+            raise ValueError(f"no caption for {target!r} in {CAPTIONS}" if target not in captions else
+                             f"the caption of {target!r} in {CAPTIONS} is not a string")
         needles.append(ReleasedNeedle(int(index), int(row), int(col), str(target), captions[target]))
     return ReleasedSample(number, entry.get("id", number), tuple(str(p) for p in entry["image_ids"]), tuple(needles))
 
@@ -75,11 +103,14 @@ def read_samples(root: Path, m: int, n: int, k: int, report: BuildReport) -> Ite
     if not path.is_file():
         raise FileNotFoundError(f"{path}: not in the MMNeedle release (expected layout: {LAYOUT})")
     captions = read_captions(root)
-    with open(path, encoding="utf-8") as handle:
-        entries = json.load(handle)
+    entries = _load_json(path)
     if not isinstance(entries, list):
         raise ValueError(f"{path}: not a JSON array of samples")
     for number, entry in enumerate(entries):
+        found = problem(entry, ENTRY_SCHEMA)
+        if found is not None:
+            report.skip(path, f"entry {number}", found.message, field=found.field or None)
+            continue
         try:
             yield _sample(number, entry, captions)
         except (KeyError, TypeError, ValueError) as err:

@@ -22,12 +22,33 @@ class BadRecord:
     reason: str
 
 
+def _first_undecodable(line: str) -> int | None:
+    """Where the first byte that was not UTF-8 sits in ``line`` (decoded with ``surrogateescape``,
+    which keeps such a byte as a lone surrogate U+DC80..U+DCFF, which no UTF-8 text holds)."""
+    if line.isascii():  # the common case, checked in C
+        return None
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError as err:
+        return err.start
+    return None
+
+
 def read_jsonl(path) -> Iterator[tuple[int, dict | BadRecord]]:
-    """(line number, record) for each non-blank line; a line that is not a JSON object comes
-    back as a BadRecord naming the file and line."""
-    with open(path, encoding="utf-8") as handle:
+    """(line number, record) for each non-blank line; a line that is not a JSON object, or holds
+    bytes that are not UTF-8, comes back as a BadRecord naming the file and line.
+
+    The file is decoded with ``surrogateescape``: a bad byte stays in its line as a marker instead of
+    failing the whole read, so only that line is lost; lines split exactly as in text mode.
+    """
+    with open(path, encoding="utf-8", errors="surrogateescape") as handle:
         for line_no, line in enumerate(handle, 1):
             if not line.strip():
+                continue
+            at = _first_undecodable(line)
+            if at is not None:
+                yield line_no, BadRecord(str(path), f"line {line_no}",
+                                         f"not UTF-8: byte 0x{ord(line[at]) - 0xDC00:02x} at character {at}")
                 continue
             try:
                 record = json.loads(line)

@@ -2,7 +2,9 @@
 
 Each scores the raw output and the output after its ``Answer:``/``label:``/``Summary:`` prefix
 and keeps the max (:func:`common.best_of`), as MMLongBench/HELMET do. With ``parity="official"``
-each returns what MMLongBench's ``utils.py``/``data.py`` return (``official.py``).
+each returns what MMLongBench's ``utils.py``/``data.py`` return (``official.py``) on the text its
+runners score: the loader's system_template + the output (:class:`MMLongBenchMetric`, also the
+base of ``summ.SummJudge``).
 """
 from __future__ import annotations
 
@@ -16,103 +18,166 @@ from .registry import Metric, ScoreResult, register
 from .. import parse
 
 
+class MMLongBenchMetric(Metric):
+    """A metric of one of MMLongBench's ``data.py`` loaders (``loader``: the loader's kind in
+    :mod:`mmlbdata.prompts`, which holds its ``system_template``: ``Answer:``, ``label:``, ``Summary:``).
+
+    Parity mode scores what the official runners score: :func:`official.runner_output`, the
+    loader's system_template prepended to the output before any parse or raw-text score. That
+    happens here, once, in :meth:`score_many`; subclasses score the text they are handed
+    (:meth:`score_text`, or :meth:`score_texts` for a batch). The default mode hands them the
+    output as the model wrote it (deviations table, "any output: what is scored").
+
+    Parity mode also leaves an example out of every average when its ``parsed_output`` is empty,
+    as MMLongBench's API runners (``eval_api.py`` and ``eval_api_batch.py``, at 26197d2 and
+    22b9f27 alike) do; such a result is marked ``extra["left_out"]`` and :func:`Metric.aggregate`
+    and ``mmlb eval``'s tables skip it. The default counts it (a score of 0 for saying nothing).
+    ``leaves_out_empty = False`` where the official parsed output cannot be empty (Visual
+    Haystack's is the whole text) or the official scorer is another script."""
+
+    loader = "vrag"
+    leaves_out_empty = True
+
+    @property
+    def system_template(self) -> str:
+        """The loader's ``system_template`` (``mmlbdata.prompts``, held there once)."""
+        from ... import prompts
+
+        return prompts.answer_prefix(self.loader)
+
+    def scored_text(self, prediction):
+        """What the scorer reads: the runner's text in parity mode, else the output itself."""
+        return off.runner_output(self.system_template, prediction) if self.official else prediction
+
+    def score(self, prediction, example):
+        return self.score_many([prediction], [example])[0]
+
+    def score_many(self, predictions, examples):
+        texts = [self.scored_text(p) for p in predictions]
+        results = self.score_texts(texts, examples)
+        if self.official and self.leaves_out_empty:
+            for text, result in zip(texts, results):
+                if off.mmlb_parse_output(text, self.system_template, self.first_line) == "":
+                    result.extra["left_out"] = "empty parsed output (eval_api_batch.py skips it)"
+        return results
+
+    def score_texts(self, texts, examples) -> list[ScoreResult]:
+        return [self.score_text(t, e) for t, e in zip(texts, examples)]
+
+    def score_text(self, text, example) -> ScoreResult:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
 @register("sub_em")
-class SubEM(Metric):
+class SubEM(MMLongBenchMetric):
     """Normalised gold is a substring of the normalised prediction; max over golds. A gold that
     normalises to nothing ("", " ", "the") is ignored (officially it matches anything)."""
 
-    def score(self, prediction, example):
+    loader = "vrag"  # load_vrag, load_text_rag, load_mm_niah_text: "Answer:"
+
+    def score_text(self, text, example):
         answers = golds(example)
         if self.official:
-            return official_result(lambda: off.raw_and_parsed_max(prediction, lambda t: off.sub_em(t, answers)))
+            return official_result(lambda: off.raw_and_parsed_max(text, lambda t: off.sub_em(t, answers),
+                                                                  self.system_template, self.first_line))
         norm_golds = [n for n in (parse.normalize_answer(g) for g in answers) if n]
 
-        def one(text):
-            norm = parse.normalize_answer(text)
+        def one(candidate):
+            norm = parse.normalize_answer(candidate)
             hit = any(g in norm for g in norm_golds)
             return ScoreResult(float(hit), norm)
 
-        return best_of(prediction, one)
+        return best_of(text, one)
 
 
 @register("binary_acc")
-class BinaryAcc(Metric):
+class BinaryAcc(MMLongBenchMetric):
     """Visual Haystack: the last yes/no in the output equals the gold yes/no. No yes/no is
-    wrong (pass ``default_answer`` to substitute one). Officially a bare number is a label
-    ("1" = yes) and the default answer cycles 0,1,1,0 over the examples in the order of the run
-    (the config's row order under ``mmlb eval``; else the order they are scored in)."""
+    wrong (pass ``default_answer`` to substitute one). Officially the default answer cycles
+    0,1,1,0 over the examples in the order of the run (the config's row order under ``mmlb eval``;
+    else the order they are scored in); ``extract_binary_label``'s bare-number reading ("1" = yes)
+    never applies, since the text it reads starts with the prepended ``Answer:``."""
+
+    loader = "vh"
+    leaves_out_empty = False  # vh_post_process's parsed_output is the whole text, never ""
 
     def __init__(self, **options):
         super().__init__(**options)
         self.position = 0  # the official DefaultAnswerGenerator's index
 
-    def score(self, prediction, example):
+    def score_text(self, text, example):
         if self.official:
             position, self.position = self.position, self.position + 1
             row = example.get("_row")  # the config row (mmlb eval): missing predictions keep the cycle
             position = row if isinstance(row, int) else position
             gold = (golds(example) or [""])[0]
-            return official_result(lambda: off.binary_acc(prediction, gold, position),
+            return official_result(lambda: off.binary_acc(text, gold, position),
                                    default_answer=off.DEFAULT_ANSWER_CYCLE[position % 4])
         gold = parse.extract_yes_no(golds(example)[0]) if golds(example) else None
         default = self.options.get("default_answer")
 
-        def one(text):
-            label = parse.extract_yes_no(text) or default
+        def one(candidate):
+            label = parse.extract_yes_no(candidate) or default
             return ScoreResult(float(label is not None and label == gold), label)
 
-        return best_of(prediction, one)
+        return best_of(text, one)
 
 
 @register("mc_acc")
-class MCAcc(Metric):
+class MCAcc(MMLongBenchMetric):
     """Multiple choice: "answer is (X)", then "Answer: X", then the last standalone A-J."""
 
-    def score(self, prediction, example):
+    loader = "niah_choice"
+
+    def score_text(self, text, example):
         gold = parse.letter_of(golds(example)[0]) if golds(example) else None
         if self.official:
             index = ord(gold) - ord("A") if gold else None
-            return official_result(lambda: off.mc_acc(prediction, index))
+            return official_result(lambda: off.mc_acc(text, index, self.system_template, self.first_line))
 
-        def one(text):
-            letter = parse.extract_letter(text, rules="mmlongbench")
+        def one(candidate):
+            letter = parse.extract_letter(candidate, rules="mmlongbench")
             return ScoreResult(float(letter is not None and letter == gold), letter)
 
-        return best_of(prediction, one)
+        return best_of(text, one)
 
 
 @register("cls_acc")
-class ClsAcc(Metric):
+class ClsAcc(MMLongBenchMetric):
     """ICL classification: ``label: N``, else the last number, equals the gold label id."""
 
-    def score(self, prediction, example):
+    loader = "icl"
+
+    def score_text(self, text, example):
         answers = golds(example)
         gold = _int_or_none(answers[0]) if answers else None
         if self.official:
-            return official_result(lambda: off.cls_acc(prediction, gold))
+            return official_result(lambda: off.cls_acc(text, gold, self.system_template, self.first_line))
 
-        def one(text):
-            label = parse.extract_class_label(text)
+        def one(candidate):
+            label = parse.extract_class_label(candidate)
             return ScoreResult(float(label is not None and label == gold), None if label is None else str(label))
 
-        return best_of(prediction, one)
+        return best_of(text, one)
 
 
 @register("count_acc")
-class CountAcc(Metric):
+class CountAcc(MMLongBenchMetric):
     """MM-NIAH counting: the predicted list's sum equals the gold list's sum (MMLongBench's
     robust replacement for soft accuracy). An empty prediction list never matches."""
 
-    def score(self, prediction, example):
+    loader = "niah_count"
+
+    def score_text(self, text, example):
         gold = count_gold(golds(example)[0]) if golds(example) else []
         if self.official:
-            return official_result(lambda: off.count_acc(prediction, gold))
+            return official_result(lambda: off.count_acc(text, gold, self.system_template, self.first_line))
 
-        def one(text):
-            pred = parse.extract_int_list(text)
+        def one(candidate):
+            pred = parse.extract_int_list(candidate)
             return ScoreResult(float(bool(pred) and sum(pred) == sum(gold)), str(pred), {"sum": sum(pred)})
 
-        return best_of(prediction, one)
+        return best_of(text, one)
 
 
 def _int_or_none(text: str) -> int | None:
@@ -194,34 +259,147 @@ def docqa_score(gold, pred: str, answer_format: str) -> float:
 
 
 @register("docqa")
-class DocQA(Metric):
-    """MMLongBench DocQA (MMLongBench-Doc/LongDocURL/SlideVQA inside MMLongBench): the rule set
-    chosen by the gold ``answer_format`` in meta; max over golds and raw/parsed output."""
+class DocQA(MMLongBenchMetric):
+    """MMLongBench DocQA (MMLongBench-Doc/LongDocURL/SlideVQA inside MMLongBench).
 
+    Protocol v1.1 with a judge (options ``judge``: a ``JudgeClient``, ``judge_prompts``: the
+    official ``utils_prompt.py`` or a loaded ``JudgePrompts``): the LLM judge of
+    :mod:`..docqa_judge`. Otherwise (v1.0, or no judge configured) the rule set chosen by the gold
+    ``answer_format`` in meta; max over golds and raw/parsed output; the aggregate says which."""
+
+    loader = "docqa"  # load_doc_qa, load_doc_qa_with_llm_judge, load_text_doc_qa: "Answer:"
     group_by = ("answer_format",)
 
-    def score(self, prediction, example):
+    @property
+    def judged(self) -> bool:
+        return self.protocol.docqa_judge and self.options.get("judge") is not None
+
+    def rules(self, text, example):
+        """``eval_docqa_score`` (parity mode) or this project's rule set (max over golds and
+        raw/parsed output)."""
         fmt = meta_of(example).get("answer_format", "String")
         answers = golds(example) or [""]
         if self.official:
             kind = _FORMATS.get(str(fmt), str(fmt))
             gold = meta_of(example).get("answer_json", answers[0]) if kind == "List" else answers[0]
-            return official_result(lambda: off.docqa(prediction, gold, kind),
-                                   off.mmlb_parse_output(prediction, "Answer:"))
+            return official_result(lambda: off.docqa(text, gold, kind, self.system_template, self.first_line),
+                                   off.mmlb_parse_output(text, self.system_template, self.first_line))
 
-        def one(text):
-            return ScoreResult(max(docqa_score(g, text, fmt) for g in answers), text)
+        def one(candidate):
+            return ScoreResult(max(docqa_score(g, candidate, fmt) for g in answers), candidate)
 
-        return best_of(prediction, one)
+        return best_of(text, one)
+
+    def score_texts(self, texts, examples):
+        results = [None if self.judged and uses_judge(e) else self.rules(t, e) for t, e in zip(texts, examples)]
+        todo = [i for i, r in enumerate(results) if r is None]
+        if todo:
+            for i, result in zip(todo, self.judge_many([texts[i] for i in todo], [examples[i] for i in todo])):
+                results[i] = result
+        return results
+
+    def judge_many(self, texts, examples) -> list[ScoreResult]:
+        """One judge call per example (concurrent, cached by the judge client)."""
+        from .. import docqa_judge as dj
+
+        prompts = self.options.get("judge_prompts")
+        if prompts is None:
+            raise ValueError("docqa under protocol v1.1 with a judge needs the official judge prompts: "
+                             f"`mmlb fetch {dj.SOURCE_KEY} --dest DIR`, then --judge-prompts DIR "
+                             "(or --extractor none for the rule-based score)")
+        prompts = prompts if isinstance(prompts, dj.JudgePrompts) else dj.load_prompts(prompts)
+        cases = [judge_case(t, e, self.system_template, self.first_line) for t, e in zip(texts, examples)]
+        replies = self.options["judge"].complete_many(
+            [prompts.request(c["question"], c["reference"], c["parsed"], c["is_list"]) for c in cases],
+            **dj.JUDGE_PARAMS)
+        return [judged_result(r, c, self.official) for r, c in zip(replies, cases)]
+
+    def aggregate(self, results, examples):
+        agg = super().aggregate(results, examples)
+        judged = sum(1 for r in results if "judge_reply" in r.extra)
+        if judged:
+            agg["scorer"] = f"LLM judge ({self.options['judge'].model}; protocol {self.protocol.name})"
+            agg["judge_failed"] = sum(1 for r in results if r.extra.get("judge_failed"))
+            if judged < len(results):
+                agg["scored_by_rules"] = len(results) - judged
+        else:
+            agg["scorer"] = f"rules (eval_docqa_score; protocol {self.protocol.name})"
+            if self.protocol.docqa_judge and not self.judged:
+                agg["note"] = ("no judge configured (--extractor none or no endpoint): the rule-based score, "
+                               "not v1.1's LLM judge")
+        return agg
+
+
+#: data.py @22b9f27 ``load_data`` L632-636: the judge scores these datasets only (``text_doc``, the
+#: OCR-text ablation, keeps the rules of ``load_text_doc_qa``)
+JUDGED_DATASETS = ("longdocurl", "mmlongdoc", "slidevqa")
+
+
+def uses_judge(example: dict) -> bool:
+    dataset = str(example.get("dataset") or "")
+    return any(key in dataset for key in JUDGED_DATASETS)
+
+
+def judge_question(example: dict) -> str:
+    """The question as the official judge sees it: ``load_doc_qa_with_llm_judge`` maps it to
+    ``Based on Document {doc_name:.15}, answer the following question. <question>`` (our recipe
+    rows store it so; release rows keep the released question and ``meta.doc_name``)."""
+    question = str(example.get("question") or "")
+    doc = meta_of(example).get("doc_name")
+    if doc is None or question.startswith("Based on Document "):
+        return question
+    from ...prompts import doc_question
+
+    return doc_question(str(doc), question)
+
+
+def judge_case(text: str, example: dict, prefix: str, first_line: bool) -> dict:
+    """What one judge request is made of: the question, the gold as released (a List answer's
+    release JSON where the row kept it), ``text`` parsed after ``prefix`` (in parity mode the
+    runner's text, so the judge reads what ``load_doc_qa_with_llm_judge`` sends it), and the
+    List branch."""
+    fmt = _FORMATS.get(str(meta_of(example).get("answer_format", "String")), "String")
+    answers = golds(example) or [""]
+    is_list = fmt == "List"
+    reference = meta_of(example).get("answer_json", answers[0]) if is_list else answers[0]
+    return {"question": judge_question(example), "reference": str(reference), "is_list": is_list,
+            "parsed": off.mmlb_parse_output(text or "", prefix, first_line)}
+
+
+def judged_result(reply, case: dict, official: bool) -> ScoreResult:
+    """One judge reply -> the score (official: utils.py's value, crashes as 0 with the exception
+    kept; default: a list F1 defined everywhere and a single score in [0, 1])."""
+    from .. import docqa_judge as dj
+
+    extra = {"judge_reply": reply}
+    if reply is None:  # the call failed for good: the official call_api raises
+        extra["judge_failed"] = True
+        if official:
+            extra["official_crash"] = "judge call failed after retries"
+        return ScoreResult(0.0, case["parsed"], extra)
+    if case["is_list"]:
+        counts = dj.list_counts(reply)
+        extra["judge_counts"] = counts
+        if official:
+            return official_result(lambda: dj.list_f1_official(counts, len(off.docqa_list_gold(case["reference"]))),
+                                   case["parsed"], **extra)
+        items = parse.as_list(case["reference"])
+        return ScoreResult(dj.list_f1(counts, len(items)), case["parsed"], extra)
+    value, how = dj.single_score(reply)
+    extra["judge_read"] = how["read"]
+    if official:
+        return official_result(lambda: dj.official_score(value), case["parsed"], **extra)
+    return ScoreResult(dj.clamp_score(value), case["parsed"], extra)
 
 
 @register("rouge_l")
-class RougeL(Metric):
+class RougeL(MMLongBenchMetric):
     """ROUGE-L F1 (stemmed, ``rouge-score``), max over golds; ROUGE-Lsum kept in extra."""
 
+    loader = "gov"  # load_gov_report and load_multi_lexsum: the same system_template
     _scorer = None
 
-    def score(self, prediction, example):
+    def score_text(self, text, example):
         if RougeL._scorer is None:
             from ...extras import require
 
@@ -230,12 +408,12 @@ class RougeL(Metric):
             RougeL._scorer = rouge_scorer.RougeScorer(["rougeL", "rougeLsum"], use_stemmer=True)
         answers = golds(example) or [""]
         if self.official:
-            both = off.rouge(prediction, answers, RougeL._scorer)
+            both = off.rouge(text, answers, RougeL._scorer, self.system_template, self.first_line)
             return ScoreResult(float(both["rougeL"]), None, {"rougeLsum": float(both["rougeLsum"])})
 
-        def one(text):
-            scores = [RougeL._scorer.score(target=a, prediction=text) for a in answers]
+        def one(candidate):
+            scores = [RougeL._scorer.score(target=a, prediction=candidate) for a in answers]
             return ScoreResult(float(max(s["rougeL"].fmeasure for s in scores)), None,
                                {"rougeLsum": float(max(s["rougeLsum"].fmeasure for s in scores))})
 
-        return best_of(prediction, one)
+        return best_of(text, one)

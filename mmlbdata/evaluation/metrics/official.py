@@ -38,19 +38,41 @@ def crash_is_zero(fn: Callable[..., float]) -> Callable[..., tuple[float, str | 
 
 # --- MMLongBench utils.py / data.py ----------------------------------------------------------
 
-def mmlb_parse_output(output: str, prefix: str = "Answer:") -> str:
+def runner_output(system_template: str, output: str | None) -> str:
+    """What MMLongBench's runners hand to ``data["post_process"]``: the loader's
+    ``system_template`` (``Answer:``, ``label:``, ``Summary:``; no placeholders, so ``.format``
+    leaves it as it is) followed by the generated text, with no separator, whether or not a chat
+    template was used: ``eval.py`` L73-74, ``eval_api.py`` L91-92, ``eval_api_batch.py`` L83-84,
+    identical at 26197d2 (v1.0) and 22b9f27 (v1.1). The saved results keep this text, so
+    ``scripts/eval_gpt4_summ.py`` reads it too. Every parse and every raw-text score of parity
+    mode starts from it (``metrics/mmlongbench.MMLongBenchMetric``)."""
+    return system_template + (output or "")
+
+
+def mmlb_parse_output(output: str, prefix: str = "Answer:", first_line: bool = False) -> str:
     """utils.py ``parse_output``: text after the first ``prefix`` (case-insensitive, the prefix
-    used as a regex), stripped, one repeated prefix dropped; without a prefix the whole output
-    stripped (its second pattern ``(?:^)(.*)`` always matches, so it never returns None)."""
-    match = re.search(f"(?:{prefix})(.*)", output, flags=re.IGNORECASE | re.DOTALL)
-    rest = match.group(1).strip() if match else output.strip()
+    used as a regex), stripped, one repeated prefix dropped; without a prefix the output from its
+    start (the second pattern ``(?:^)(.*)`` always matches, so it never returns None).
+
+    ``first_line`` (protocol v1.0, utils.py @26197d2 L123-124): both patterns end at ``(?:\n|$)``
+    without DOTALL, so only the rest of the prefix's line is read (and the first line of an output
+    without the prefix). Otherwise (v1.1, @476fe86): ``re.IGNORECASE | re.DOTALL``, everything
+    after the prefix."""
+    if first_line:
+        match = re.search(f"(?:{prefix})(.*)(?:\n|$)", output, flags=re.IGNORECASE)
+        rest = (match.group(1) if match else re.search(r"(?:^)(.*)(?:\n|$)", output).group(1)).strip()
+    else:
+        match = re.search(f"(?:{prefix})(.*)", output, flags=re.IGNORECASE | re.DOTALL)
+        rest = match.group(1).strip() if match else output.strip()
     return re.sub("^" + re.escape(prefix), "", rest, flags=re.IGNORECASE).strip()
 
 
-def raw_and_parsed_max(prediction: str, score: Callable[[str], float], prefix: str = "Answer:") -> float:
-    """data.py ``default_post_process``: the metric on the raw output and on the parsed output,
-    the larger kept."""
-    return max(score(prediction), score(mmlb_parse_output(prediction, prefix)))
+def raw_and_parsed_max(prediction: str, score: Callable[[str], float], prefix: str,
+                       first_line: bool = False) -> float:
+    """data.py ``default_post_process``: the metric on the raw output and on the output parsed
+    after ``prefix`` (the loader's system_template; ``first_line``: protocol v1.0's
+    ``parse_output``), the larger kept."""
+    return max(score(prediction), score(mmlb_parse_output(prediction, prefix, first_line)))
 
 
 def sub_em(prediction: str, golds: list[str]) -> float:
@@ -130,9 +152,10 @@ def count_list(prediction: str) -> list:
     return [int(x) for x in re.findall(r"\d+", text)]
 
 
-def count_acc(prediction: str, gold: list[int]) -> float:
+def count_acc(prediction: str, gold: list[int], prefix: str, first_line: bool = False) -> float:
     """``soft_acc`` (MMLongBench's replacement): sums equal, max over raw and parsed output."""
-    return raw_and_parsed_max(prediction, lambda text: float(sum(count_list(text)) == sum(gold)))
+    return raw_and_parsed_max(prediction, lambda text: float(sum(count_list(text)) == sum(gold)), prefix,
+                              first_line)
 
 
 def choice_index(prediction: str) -> int:
@@ -151,8 +174,9 @@ _STANDALONE_AJ = re.compile(r"\b[A-J]\b")
 _STANDALONE_NUMBER = re.compile(r"\b(\d+)\b")
 
 
-def mc_acc(prediction: str, gold_index: int) -> float:
-    return raw_and_parsed_max(prediction, lambda text: float(choice_index(text) == gold_index))
+def mc_acc(prediction: str, gold_index: int, prefix: str, first_line: bool = False) -> float:
+    return raw_and_parsed_max(prediction, lambda text: float(choice_index(text) == gold_index), prefix,
+                              first_line)
 
 
 def class_number(prediction: str) -> int:
@@ -169,19 +193,21 @@ def class_number(prediction: str) -> int:
     return int(numbers[0]) if numbers else -1
 
 
-def cls_acc(prediction: str, gold: int) -> float:
-    return raw_and_parsed_max(prediction, lambda text: float(class_number(text) == gold), prefix="label:")
+def cls_acc(prediction: str, gold: int, prefix: str, first_line: bool = False) -> float:
+    """``load_icl_er``'s post_process: ``prefix`` is its system_template (``label:``)."""
+    return raw_and_parsed_max(prediction, lambda text: float(class_number(text) == gold), prefix=prefix,
+                              first_line=first_line)
 
 
-def rouge(prediction: str, golds: list[str], scorer) -> dict[str, float]:
+def rouge(prediction: str, golds: list[str], scorer, prefix: str, first_line: bool = False) -> dict[str, float]:
     """utils.py ``rouge`` + ``default_post_process``: per rouge type, max over golds, then max
-    of raw vs "Summary:"-parsed output taken per key (rougeL and rougeLsum may come from
-    different candidates)."""
+    of raw vs ``prefix``-parsed output (the summaries' system_template, ``Summary:``) taken per
+    key (rougeL and rougeLsum may come from different candidates)."""
     def per_key(text):
         scores = [scorer.score(target=g, prediction=text) for g in golds]
         return {k: max(s[k].fmeasure for s in scores) for k in ("rougeL", "rougeLsum")}
 
-    raw, parsed = per_key(prediction), per_key(mmlb_parse_output(prediction, "Summary:"))
+    raw, parsed = per_key(prediction), per_key(mmlb_parse_output(prediction, prefix, first_line))
     return {k: max(raw[k], parsed[k]) for k in raw}
 
 
@@ -275,9 +301,12 @@ def docqa_list_gold(gold) -> list:
         return value
 
 
-def docqa(prediction: str, gold, answer_format: str) -> float:
-    """data.py ``dcoqa_post_process``: only the text after the first ``Answer:`` is scored."""
-    return docqa_score(gold, mmlb_parse_output(prediction, "Answer:"), answer_format)
+def docqa(prediction: str, gold, answer_format: str, prefix: str, first_line: bool = False) -> float:
+    """data.py ``docqa_post_process``: only ``parse_output(prediction, prefix=system_template)`` is
+    scored. On the runner's text (:func:`runner_output`) the first ``Answer:`` is the prepended one,
+    so that is the whole output (v1.1) or its first line (v1.0), not the text after a later
+    ``Answer:`` the model wrote."""
+    return docqa_score(gold, mmlb_parse_output(prediction, prefix, first_line), answer_format)
 
 
 # --- MMLongBench-Doc eval/eval_score.py ---------------------------------------------------------

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
+from ... import protocol as protocols
+
 _REGISTRY: dict[str, type["Metric"]] = {}
 
 
@@ -46,10 +48,17 @@ class Metric:
     def __init__(self, **options: Any) -> None:
         self.options = options
         self.parity = parity_of(options)
+        #: MMLongBench's protocol (``protocol`` option; mmlbdata.protocol): what parity mode reproduces
+        self.protocol = protocols.of_options(options)
 
     @property
     def official(self) -> bool:
         return self.parity == "official"
+
+    @property
+    def first_line(self) -> bool:
+        """Parity mode reads MMLongBench answers with protocol v1.0's first-line ``parse_output``."""
+        return self.protocol.parse_first_line
 
     def score(self, prediction: str, example: dict) -> ScoreResult:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -58,9 +67,13 @@ class Metric:
         return [self.score(p, e) for p, e in zip(predictions, examples)]
 
     def aggregate(self, results: Sequence[ScoreResult], examples: Sequence[dict]) -> dict[str, float]:
-        """Corpus-level numbers; ``score`` is the headline (mean of per-example scores)."""
-        n = len(results)
-        return {"score": sum(r.score for r in results) / n if n else 0.0, "n": n}
+        """Corpus-level numbers; ``score`` is the headline (mean of per-example scores). Results
+        marked ``extra["left_out"]`` (official rules that skip an example) are not averaged."""
+        counted = [r for r in results if not r.extra.get("left_out")]
+        agg = {"score": mean(r.score for r in counted), "n": len(counted)}
+        if len(counted) != len(results):
+            agg["left_out"] = len(results) - len(counted)
+        return agg
 
 
 def register(name: str) -> Callable[[type[Metric]], type[Metric]]:

@@ -13,7 +13,8 @@ import json
 
 from . import official as off
 from .common import golds, meta_of
-from .registry import Metric, ScoreResult, mean, register
+from .mmlongbench import MMLongBenchMetric
+from .registry import ScoreResult, mean, register
 from .. import parse
 from ..prompts import load_prompt
 
@@ -54,12 +55,26 @@ def keypoints_of(example: dict, table: dict[str, list[str]] | None = None) -> li
     return table.get(str(example.get("id")), [])
 
 
-def summ_prompts(summary: str, example: dict, keypoints: list[str] | None = None) -> tuple[str, str, str]:
-    """The fluency, recall and precision prompts for one summary (prefix "Summary:" dropped
-    as the original does)."""
-    summary = (summary or "").strip()
+def summary_for_judge(summary: str, official: bool = False) -> str:
+    """The summary the judge reads: a leading "Summary:" dropped, the rest stripped.
+
+    ``eval_gpt4_summ.py`` (MMLongBench 22b9f27 and 26197d2, lines 348-349) reads the runner's saved
+    output, which starts with the prepended ``Summary:`` (``official.runner_output``; parity mode
+    hands that text here), and drops exactly those 8 characters before any strip: the judge reads
+    the generated text stripped, a ``Summary:`` the model wrote itself kept. The default (the
+    model's output) strips first and drops the model's own leading ``Summary:``."""
+    summary = summary or ""
+    if not official:
+        summary = summary.strip()
     if summary.startswith("Summary:"):
-        summary = summary[8:].strip()
+        summary = summary[8:]
+    return summary.strip()
+
+
+def summ_prompts(summary: str, example: dict, keypoints: list[str] | None = None,
+                 official: bool = False) -> tuple[str, str, str]:
+    """The fluency, recall and precision prompts for one summary (see :func:`summary_for_judge`)."""
+    summary = summary_for_judge(summary, official)
     keypoints = keypoints_of(example) if keypoints is None else keypoints
     variant = summ_variant(example)
     kp_text = "\n".join(f"{i + 1}. {kp}" for i, kp in enumerate(keypoints))
@@ -108,13 +123,14 @@ def official_combine(replies, n_keypoints: int) -> ScoreResult:
 
 
 @register("summ_judge")
-class SummJudge(Metric):
-    """Needs ``judge=<JudgeClient>``; without one it cannot score and says so."""
+class SummJudge(MMLongBenchMetric):
+    """Needs ``judge=<JudgeClient>``; without one it cannot score and says so. Parity mode judges
+    the runner's text (``Summary:`` + output), as ``eval_gpt4_summ.py`` reads the saved results."""
 
-    def score(self, prediction, example):
-        return self.score_many([prediction], [example])[0]
+    loader = "gov"  # load_gov_report and load_multi_lexsum: "Summary:"
+    leaves_out_empty = False  # eval_gpt4_summ.py judges every saved result; its own rule is in aggregate
 
-    def score_many(self, predictions, examples):
+    def score_texts(self, predictions, examples):
         """Three judge calls per example that has key points (``meta["keypoints"]`` or the
         ``keypoints`` table option, see :func:`load_keypoints`); one without scores 0 and is
         counted, never sent."""
@@ -124,7 +140,7 @@ class SummJudge(Metric):
         table = self.options.get("keypoints")
         kps = [keypoints_of(e, table) for e in examples]
         todo = [i for i, kp in enumerate(kps) if kp]
-        flat = [p for i in todo for p in summ_prompts(predictions[i], examples[i], kps[i])]
+        flat = [p for i in todo for p in summ_prompts(predictions[i], examples[i], kps[i], self.official)]
         replies = judge.complete_many(flat, **JUDGE_PARAMS)
         out = [ScoreResult(0.0, None, {"judge_failed": False, "no_keypoints": True}) for _ in examples]
         for j, i in enumerate(todo):
