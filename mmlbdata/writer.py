@@ -494,6 +494,8 @@ class FilesConfigWriter:
         """Finish the metadata file and rename it into place: from now on the config exists."""
         self._flush()
         self._writer.close()
+        if self.stats.num_images == 0:
+            return self._close_embedded()
         digest = hashlib.sha256()
         with open(self.partial, "rb") as handle:  # the paths name the images' hashes: covers them too
             while block := handle.read(1 << 20):
@@ -513,6 +515,21 @@ class FilesConfigWriter:
         shutil.rmtree(config_data_dir(self.out_dir, self.config), ignore_errors=True)  # an older embedded build
         remove_if_empty(self.out_dir / "data")
         return self.stats
+
+
+    def _close_embedded(self) -> ConfigStats:
+        """A config without a single image (or row) has no image folder to name, and without one
+        ``datasets`` would not read it as an image folder: it is written embedded instead (its
+        rows are text only, so read back whole)."""
+        rows = pq.read_table(self.partial).to_pylist()
+        self.abort()
+        writer = ConfigWriter(self.out_dir, self.config, self.features)
+        for row in rows:
+            for column in self.image_columns:
+                row.pop(column + FILE_NAMES_SUFFIX, None)
+                row[column] = []
+            writer.write(row)
+        return writer.close()
 
 
 def metadata_schema(features: Features, image_columns: list[str]) -> pa.Schema:

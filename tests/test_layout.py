@@ -175,3 +175,13 @@ def test_a_pushed_repo_loads_from_a_hub_endpoint_like_the_folder(tmp_path):
     want = [[im.convert("RGB").tobytes().hex()[:64] + str(im.size) for im in row["images"]] for row in local]
     assert got["False"] == want and got["True"] == want
     assert got["run"] == [[os.path.getsize(refs[i].path) for i in picks] for picks in A]
+
+
+def test_a_config_without_images_is_written_embedded_and_loads(tmp_path):
+    """No image folder to name: datasets would not read it as an image folder."""
+    out = tmp_path / "out"
+    store_config(out, "toy_8k", _rows([], [[], []]), manifest={"family": "toy"})
+    assert [p.name for p in shard_files(out, "toy_8k")] == ["test-00000-of-00001.parquet"]
+    assert not (out / "toy_8k.metadata.parquet").exists() and not (out / "images").exists()
+    rows = datasets.load_dataset(str(out), "toy_8k", split="test")
+    assert rows["id"] == ["r0", "r1"] and rows["images"] == [[], []]
