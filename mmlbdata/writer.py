@@ -42,9 +42,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
@@ -56,6 +58,8 @@ from datasets import Features
 from . import __version__
 from .schema import FEATURES
 from .store import ImageRef
+
+logger = logging.getLogger("mmlbdata")
 
 SPLIT = "test"
 # Row groups are bounded by what a reader materialises, not by what they weigh on disk. `datasets`
@@ -494,8 +498,11 @@ class FilesConfigWriter:
         """Finish the metadata file and rename it into place: from now on the config exists."""
         self._flush()
         self._writer.close()
-        if self.stats.num_images == 0:
-            return self._close_embedded()
+        if not self._reads_as_image_folder():
+            logger.warning("%s: %s holds fewer than two images of one kind; datasets infers one builder for "
+                           "a whole folder from its first config's files, a draw going to parquet, so a folder "
+                           "whose first config this is will not load as an image folder until the family has "
+                           "more images (or build it with --layout embedded)", self.config, self.image_prefix)
         digest = hashlib.sha256()
         with open(self.partial, "rb") as handle:  # the paths name the images' hashes: covers them too
             while block := handle.read(1 << 20):
@@ -517,20 +524,22 @@ class FilesConfigWriter:
         return self.stats
 
 
-    def _close_embedded(self) -> ConfigStats:
-        """A config without a single image (or row) has no image folder to name, and without one
-        ``datasets`` would not read it as an image folder: it is written embedded instead (its
-        rows are text only, so read back whole)."""
-        rows = pq.read_table(self.partial).to_pylist()
-        self.abort()
-        writer = ConfigWriter(self.out_dir, self.config, self.features)
-        for row in rows:
-            for column in self.image_columns:
-                row.pop(column + FILE_NAMES_SUFFIX, None)
-                row[column] = []
-            writer.write(row)
-        return writer.close()
-
+    def _reads_as_image_folder(self) -> bool:
+        """Whether ``datasets`` can infer the image folder builder from this config's files. It
+        infers one builder for a whole folder, from its first config's data files: the most
+        frequent extension, a draw going to ``.parquet``, and ``<config>.metadata.parquet`` counts
+        as parquet (only ``metadata.*`` are known metadata). So the family's folder must hold two
+        images of one extension; images are never removed from it."""
+        counts: Counter = Counter(Path(relative).suffix for relative in self._staged)
+        group = self.out_dir / self.image_prefix
+        candidates = group.rglob("*") if group.is_dir() else iter(())
+        while max(counts.values(), default=0) < 2:
+            path = next(candidates, None)
+            if path is None:
+                return False
+            if path.is_file() and not path.name.startswith("."):
+                counts[path.suffix] += 1
+        return True
 
 def metadata_schema(features: Features, image_columns: list[str]) -> pa.Schema:
     """The metadata file's columns: the features', each image list as ``<name>_file_names``."""

@@ -177,11 +177,27 @@ def test_a_pushed_repo_loads_from_a_hub_endpoint_like_the_folder(tmp_path):
     assert got["run"] == [[os.path.getsize(refs[i].path) for i in picks] for picks in A]
 
 
-def test_a_config_without_images_is_written_embedded_and_loads(tmp_path):
-    """No image folder to name: datasets would not read it as an image folder."""
+def test_a_config_without_images_loads_beside_image_configs(tmp_path):
+    """Its data files are its metadata alone: the folder's builder comes from its first config."""
+    refs = _images(ImageStore(tmp_path / "store"), 5)
     out = tmp_path / "out"
-    store_config(out, "toy_8k", _rows([], [[], []]), manifest={"family": "toy"})
-    assert [p.name for p in shard_files(out, "toy_8k")] == ["test-00000-of-00001.parquet"]
-    assert not (out / "toy_8k.metadata.parquet").exists() and not (out / "images").exists()
-    rows = datasets.load_dataset(str(out), "toy_8k", split="test")
-    assert rows["id"] == ["r0", "r1"] and rows["images"] == [[], []]
+    _build(out, "files", refs)
+    store_config(out, "toy_text", _rows([], [[], []]), manifest={"family": "toy"})
+    assert [p.name for p in shard_files(out, "toy_text")] == ["toy_text.metadata.parquet"]
+    for streaming in (False, True):
+        rows = list(datasets.load_dataset(str(out), "toy_text", split="test", streaming=streaming))
+        assert [r["id"] for r in rows] == ["r0", "r1"] and [r["images"] for r in rows] == [[], []]
+
+
+def test_a_family_of_one_image_is_warned_about(tmp_path, caplog):
+    """One image file against one metadata parquet is a draw datasets gives to parquet."""
+    refs = _images(ImageStore(tmp_path / "store"), 2)
+    with caplog.at_level("WARNING", logger="mmlbdata"):
+        store_config(tmp_path / "out", "one_8k", _rows(refs, [[0], [0, 0]]), manifest={"family": "toy"})
+    assert "fewer than two images" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="mmlbdata"):
+        store_config(tmp_path / "out", "two_8k", _rows(refs, [[1]]), manifest={"family": "toy"})
+    assert "fewer than two images" not in caplog.text
+    for config, sizes in (("one_8k", [1, 2]), ("two_8k", [1])):
+        assert [len(r["images"]) for r in datasets.load_dataset(str(tmp_path / "out"), config, split="test")] == sizes
