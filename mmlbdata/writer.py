@@ -598,6 +598,7 @@ def write_config(
     layout = writer_options.pop("layout", None) or DEFAULT_LAYOUT
     if layout not in LAYOUTS:
         raise ValueError(f"unknown layout {layout!r} (one of {', '.join(LAYOUTS)})")
+    check_one_layout(Path(out_dir), config, layout)
     if layout == "files":
         writer: Any = FilesConfigWriter(out_dir, config, features, **writer_options)
     else:
@@ -610,6 +611,23 @@ def write_config(
     except BaseException:
         writer.abort()
         raise
+
+
+def check_one_layout(out_dir: Path, config: str, layout: str) -> None:
+    """Refuse to mix layouts in one folder: ``datasets`` infers one builder for all its configs
+    (from the first config's files), so configs of the other layout would load empty or fail."""
+    if layout == "files":
+        data = out_dir / "data"
+        others = sorted(p.name for p in data.iterdir() if p.is_dir() and not p.name.startswith(".")
+                        and p.name != config) if data.is_dir() else []
+    else:
+        others = sorted(p.name[:-len(".metadata.parquet")] for p in out_dir.glob("*.metadata.parquet")
+                        if p.name != metadata_filename(config))
+    if others:
+        other = "embedded" if layout == "files" else "files"
+        raise ValueError(f"{out_dir} holds {len(others)} config(s) in the {other} layout ({', '.join(others[:3])}"
+                         f"{' ...' if len(others) > 3 else ''}); datasets reads one layout per folder: build "
+                         f"{config} with --layout {other}, or into another folder")
 
 
 def manifest_path(out_dir: os.PathLike, config: str) -> Path:

@@ -115,6 +115,16 @@ def test_switching_layout_replaces_the_old_files(tmp_path):
     assert datasets.load_dataset(str(out), "toy_8k", split="test").num_rows == 3
 
 
+def test_one_folder_holds_one_layout(tmp_path):
+    refs = _images(ImageStore(tmp_path / "store"), 5)
+    _build(tmp_path / "out", "files", refs)
+    with pytest.raises(ValueError, match="one layout per folder: build toy_x with --layout files"):
+        store_config(tmp_path / "out", "toy_x", _rows(refs, A), layout="embedded")
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.parquet")) == ["toy_32k.metadata.parquet",
+                                                                           "toy_8k.metadata.parquet"]
+    assert not (tmp_path / "out" / "data").exists()
+
+
 @pytest.mark.parametrize("damage", ["none", "image", "metadata"])
 def test_resume_keeps_a_complete_files_config_only(tmp_path, damage):
     refs = _images(ImageStore(tmp_path / "store"), 5)
