@@ -34,7 +34,7 @@ from .registry import UnknownConfigError, resolve
 from .report import BuildReport, source_label
 from .schema import FEATURES
 from .store import ImageStore
-from .writer import ConfigStats, remove_if_empty, write_config, write_manifest
+from .writer import DEFAULT_LAYOUT, ConfigStats, remove_if_empty, write_config, write_manifest
 
 logger = logging.getLogger("mmlbdata")
 
@@ -100,10 +100,14 @@ def build_config(
     num_proc: int = 1,
     shard_bytes: Optional[int] = None,
     provenance: str = RELEASE_PROVENANCE,
+    layout: Optional[str] = None,
 ) -> ConfigResult:
-    """Build one config into ``out_dir``; errors become a failed :class:`ConfigResult`."""
+    """Build one config into ``out_dir`` (``layout``: the writer's, ``files`` by default);
+    errors become a failed :class:`ConfigResult`."""
     entry = resolve(name)
-    writer_options = {"shard_bytes": shard_bytes} if shard_bytes else {}
+    writer_options: dict[str, Any] = {"shard_bytes": shard_bytes} if shard_bytes else {}
+    if layout:
+        writer_options["layout"] = layout
     report = BuildReport(sources=sources)  # files named the same under every executor (source_label)
     try:
         counter = None
@@ -152,6 +156,8 @@ def store_config(out_dir: os.PathLike, config: str, rows: Iterable[dict], featur
     out_dir = Path(out_dir)
     created = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
+    # the files layout shares one image tree per family: every length of it stores an image once
+    writer_options.setdefault("image_group", _image_group((manifest or {}).get("family")))
     try:
         with locks.hold(config_lock_path(out_dir, config), what=f"another build of {config} into {out_dir}"):
             stats = write_config(out_dir, config, rows, features, **writer_options)
@@ -168,6 +174,12 @@ def store_config(out_dir: os.PathLike, config: str, rows: Iterable[dict], featur
         if created:
             remove_if_empty(out_dir)
         raise
+
+
+def _image_group(family: Optional[str]) -> str:
+    """The ``images/<group>`` folder of a family's configs (``shared`` when none is known)."""
+    group = "".join(c if c.isalnum() or c in "-_" else "_" for c in (family or ""))
+    return group or "shared"
 
 
 def available_cpus() -> int:
@@ -244,10 +256,13 @@ def _normalized(value: Any) -> Any:
     return json.loads(json.dumps(value, sort_keys=True, default=str))
 
 
-def completed_stats(out_dir: os.PathLike, name: str, requested: Mapping[str, Any]) -> Optional[ConfigStats]:
-    """The stats of ``name`` if it is built with ``requested`` parameters and all its shards are there.
+def completed_stats(out_dir: os.PathLike, name: str, requested: Mapping[str, Any],
+                    requested_layout: Optional[str] = None) -> Optional[ConfigStats]:
+    """The stats of ``name`` if it is built with ``requested`` parameters, in ``requested_layout``,
+    and all its files are there.
 
-    The check is cheap (manifest fields, shard names and sizes); the writer's atomic move already
+    The check is cheap (manifest fields, shard names and sizes; for the files layout the metadata
+    file's size and every image it names being present); the writer's atomic move already
     guarantees a listed config is complete, this guards against a manifest left from another build.
     """
     from .stats import shard_files
@@ -262,13 +277,30 @@ def completed_stats(out_dir: os.PathLike, name: str, requested: Mapping[str, Any
         return None  # a demo config never counts as a finished real build
 
     stats = manifest.get("stats") or {}
-    files = shard_files(Path(out_dir), name)
-    total = stats.get("num_shards", -1)
-    expected = [f"test-{i:05d}-of-{total:05d}.parquet" for i in range(max(total, 0))]
-    if [f.name for f in files] != expected or sum(f.stat().st_size for f in files) != stats.get("num_bytes"):
+    if (stats.get("layout") or "embedded") != (requested_layout or DEFAULT_LAYOUT):
         return None
+    if stats.get("layout") == "files":
+        if not _files_config_complete(Path(out_dir), name, stats):
+            return None
+    else:
+        files = shard_files(Path(out_dir), name)
+        total = stats.get("num_shards", -1)
+        expected = [f"test-{i:05d}-of-{total:05d}.parquet" for i in range(max(total, 0))]
+        if [f.name for f in files] != expected or sum(f.stat().st_size for f in files) != stats.get("num_bytes"):
+            return None
     known = {f.name for f in dataclass_fields(ConfigStats)}
     return ConfigStats(**{k: v for k, v in stats.items() if k in known})
+
+
+def _files_config_complete(out_dir: Path, name: str, stats: Mapping[str, Any]) -> bool:
+    """The metadata file has the recorded size and every image it names is in the folder."""
+    from .stats import image_paths
+    from .writer import metadata_path
+
+    path = metadata_path(out_dir, name)
+    if not path.is_file() or path.stat().st_size != stats.get("metadata_bytes"):
+        return False
+    return all((out_dir / relative).is_file() for relative in image_paths(path))
 
 
 def select_configs(*, benchmark: Optional[str] = None, families: Optional[list[str]] = None,
@@ -322,7 +354,7 @@ def build_all(names: list[str], sources: Mapping[str, os.PathLike], out_dir: os.
                                          status="missing sources")
             continue
         requested = build_parameters(entry, sources, seed=seed, limit=limit, options=options)
-        stats = None if force else completed_stats(out_dir, name, requested)
+        stats = None if force else completed_stats(out_dir, name, requested, kwargs.get("layout"))
         if stats is not None:
             results[name] = ConfigResult(name, True, stats, status="kept")
         else:

@@ -28,7 +28,7 @@ from datasets.splits import SplitDict, SplitInfo
 
 from . import locks
 from .demo import is_demo
-from .writer import SPLIT, ConfigStats, data_files_pattern, read_manifest
+from .writer import SPLIT, ConfigStats, data_files_pattern, metadata_filename, metadata_path, read_manifest
 
 DEFAULT_BODY_MARK = "<!-- mmlb:default-body -->"
 DEFAULT_BODY = DEFAULT_BODY_MARK + """
@@ -63,15 +63,37 @@ def join_front_matter(meta: dict[str, Any], body: str) -> str:
     return f"---\n{dumped}---\n\n{body.rstrip()}\n"
 
 
-def config_yaml_entries(config: str, features: Features, stats: ConfigStats) -> tuple[dict, dict]:
-    """The ``configs`` and ``dataset_info`` entries of one config."""
+def config_yaml_entries(config: str, features: Features, stats: ConfigStats,
+                        image_dirs: Optional[list[str]] = None) -> tuple[dict, dict]:
+    """The ``configs`` and ``dataset_info`` entries of one config (``image_dirs``: the
+    ``images/<group>`` folders a files-layout config uses; None for an embedded config)."""
     splits = SplitDict()
     splits.add(SplitInfo(name=SPLIT, num_bytes=stats.num_bytes, num_examples=stats.num_rows))
     info = DatasetInfo(features=features, splits=splits,
                        download_size=stats.num_bytes, dataset_size=stats.num_bytes)
     info_entry = {"config_name": config, **info._to_yaml_dict()}
-    config_entry = {"config_name": config, "data_files": [{"split": SPLIT, "path": data_files_pattern(config)}]}
-    return config_entry, info_entry
+    return config_data_entry(config, image_dirs), info_entry
+
+
+def config_data_entry(config: str, image_dirs: Optional[list[str]]) -> dict:
+    """Where ``datasets`` finds the config's rows. Files layout: its metadata file (named in
+    ``metadata_filenames`` so configs sharing a folder do not read each other's) and its image
+    folders, which make ``datasets`` pick its folder-based image builder; embedded: its shards."""
+    if image_dirs is None:
+        return {"config_name": config, "data_files": [{"split": SPLIT, "path": data_files_pattern(config)}]}
+    paths = [metadata_filename(config)] + [f"{folder}/**" for folder in image_dirs]
+    return {"config_name": config, "data_files": [{"split": SPLIT, "path": paths}],
+            "metadata_filenames": [metadata_filename(config)]}
+
+
+def config_image_dirs(folder: os.PathLike, config: str) -> Optional[list[str]]:
+    """The ``images/<group>`` folders of a files-layout config (None: embedded layout)."""
+    from .stats import image_paths
+
+    path = metadata_path(folder, config)
+    if not path.is_file():
+        return None
+    return sorted({"/".join(name.split("/")[:2]) for name in image_paths(path)})
 
 
 def _upsert(entries: list[dict], entry: dict) -> list[dict]:
@@ -81,7 +103,8 @@ def _upsert(entries: list[dict], entry: dict) -> list[dict]:
 
 def update_readme(out_dir: os.PathLike, config: str, features: Features, stats: ConfigStats) -> Path:
     """Add or replace ``config`` in the folder's README front matter (atomic write)."""
-    return _upsert_readme(Path(out_dir) / "README.md", [config_yaml_entries(config, features, stats)])
+    entries = config_yaml_entries(config, features, stats, config_image_dirs(out_dir, config))
+    return _upsert_readme(Path(out_dir) / "README.md", [entries])
 
 
 def sync_readme(folder: os.PathLike, configs: Optional[list[str]] = None) -> Path:
@@ -136,7 +159,11 @@ def config_features(folder: os.PathLike, config: str) -> Features:
     files = shard_files(Path(folder), config)
     if not files:
         raise FileNotFoundError(f"{folder}/data/{config}: no parquet shard")
-    return Features.from_arrow_schema(pq.read_schema(files[0]))
+    schema = pq.read_schema(files[0])
+    recorded = json.loads((schema.metadata or {}).get(b"huggingface", b"{}")).get("info", {}).get("features")
+    if recorded and metadata_path(folder, config).is_file():  # the loaded features, not the file's columns
+        return Features.from_dict(recorded)
+    return Features.from_arrow_schema(schema)
 
 
 def yaml_entries_from_parquet(folder: os.PathLike, config: str) -> tuple[dict, dict]:
@@ -145,7 +172,7 @@ def yaml_entries_from_parquet(folder: os.PathLike, config: str) -> tuple[dict, d
 
     dist = config_distribution(Path(folder), config)
     stats = ConfigStats(config, num_rows=len(dist.num_tokens), num_bytes=dist.num_bytes)
-    return config_yaml_entries(config, config_features(folder, config), stats)
+    return config_yaml_entries(config, config_features(folder, config), stats, config_image_dirs(folder, config))
 
 
 # -- templates --------------------------------------------------------------------------------
@@ -271,12 +298,12 @@ def _family_info(family: str) -> dict[str, str]:
 
 def card_context(folder: os.PathLike, configs: Optional[list[str]] = None) -> dict[str, Any]:
     """Everything a template can use, from the manifests and the parquet files."""
-    from .stats import config_distribution, configs_in
+    from .stats import config_distribution, configs_in, stored_bytes
 
     folder = Path(folder)
     names = configs or configs_in(folder)
     if not names:
-        raise FileNotFoundError(f"no built config under {folder}/data")
+        raise FileNotFoundError(f"no built config under {folder}")
     rows, dists = [], []
     for name in names:
         dist = config_distribution(folder, name)
@@ -316,7 +343,7 @@ def card_context(folder: os.PathLike, configs: Optional[list[str]] = None) -> di
         "configs": rows, "datasets": list(datasets.values()), "dists": dists,
         "families": [_family_info(f) for f in family_names], "family_names": family_names,
         "total_rows": total_rows, "total_images": sum(r["stats"]["images"] for r in rows),
-        "total_bytes": human_bytes(sum(r["stats"]["bytes"] for r in rows)),
+        "total_bytes": human_bytes(stored_bytes(folder, [r["name"] for r in rows])),
         "metrics": sorted({r["metric"] for r in rows if r["metric"]}),
         "notes": sorted({n for r in rows for n in r["notes"]}),
         "demo_configs": [r["name"] for r in rows if r["demo"]],

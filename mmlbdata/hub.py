@@ -1,8 +1,12 @@
 """Publishing a built folder to the Hugging Face Hub, resumably.
 
-Default method (``files``): each config is one commit holding its parquet shards exactly as built
-(image bytes embedded and deduplicated per row group, so nothing is re-encoded or duplicated) and
-its ``manifests/<config>.json``; the card (README + stats.png) is the last commit. A config whose
+Default method (``files``): each config is one commit holding its files exactly as built and its
+``manifests/<config>.json``; the card (README + stats.png) is the last commit. A files-layout
+config's images (``images/<family>/ab/<sha256>.<ext>``) go first, in commits of at most
+:data:`IMAGE_COMMIT_FILES` files, and only those the repo does not hold yet: an image shared by
+every config and length is uploaded once for the whole repository. Then one commit holds its
+``<config>.metadata.parquet``, so a config is on the Hub only once all its images are. An
+embedded config's commit holds its parquet shards. A config whose
 manifest on the Hub records the same build fingerprint (SHA-256 of its shards) is skipped, so an
 interrupted push is resumed by running it again. Hub commits are atomic: a fingerprint is never
 on the Hub without its data.
@@ -31,11 +35,14 @@ from typing import Any, Optional, Protocol, Union
 
 from .demo import demo_configs
 from .paths import resolve_inside
-from .stats import configs_in, shard_files
-from .writer import SPLIT, read_manifest
+from .stats import configs_in, image_paths, is_files_layout, shard_files
+from .writer import SPLIT, metadata_filename, read_manifest
 
 README = "README.md"
 Payload = Union[Path, bytes]
+# The Hub recommends commits of fewer than 100 files through the HTTP API (Hub docs, "Repository
+# limitations and recommendations"); image commits are resumable (skipped once on the Hub).
+IMAGE_COMMIT_FILES = 100
 
 
 class Uploader(Protocol):
@@ -266,12 +273,13 @@ def _push_files(folder: Path, repo_id: str, names: list[str], uploader: RepoUplo
         if not force and _remote_fingerprint(uploader, repo_id, name, revision, remote_files) == fingerprint:
             plan.skipped.append(name)
             continue
-        add: dict[str, Payload] = {f"data/{name}/{p.name}": p for p in shard_files(folder, name)}
+        add = _config_payload(folder, name, uploader, repo_id, revision, num_threads, remote_files, plan)
         manifest = folder / "manifests" / f"{name}.json"
         if manifest.is_file():
             add[f"manifests/{name}.json"] = manifest
-        # old shards of this config (another shard count) go in the same atomic commit
-        delete = sorted(p for p in remote_files if p.startswith(f"data/{name}/") and p not in add)
+        # old files of this config (another shard count, the other layout) go in the same atomic commit
+        stale = (f"data/{name}/", metadata_filename(name))
+        delete = sorted(p for p in remote_files if p.startswith(stale) and p not in add)
         uploader.commit(repo_id, add=add, delete=delete, message=f"Upload config {name} ({fingerprint[:12]})",
                         revision=revision, num_threads=num_threads)
         plan.configs.append(name)
@@ -279,8 +287,8 @@ def _push_files(folder: Path, repo_id: str, names: list[str], uploader: RepoUplo
     if card:
         remote_readme = uploader.read_text(repo_id, README, revision=revision) if README in remote_files else None
         # list the local configs the repo now holds (not local ones left out of this push)
-        on_hub = [n for n in configs_in(folder)
-                  if n in plan.configs or n in plan.skipped or any(p.startswith(f"data/{n}/") for p in remote_files)]
+        on_hub = [n for n in configs_in(folder) if n in plan.configs or n in plan.skipped
+                  or any(p.startswith((f"data/{n}/", metadata_filename(n))) for p in remote_files)]
         plan.readme = hub_readme(folder, on_hub, remote_readme)
         from .card import PLOT_NAME
 
@@ -295,12 +303,30 @@ def _push_files(folder: Path, repo_id: str, names: list[str], uploader: RepoUplo
     return plan
 
 
+def _config_payload(folder: Path, name: str, uploader: RepoUploader, repo_id: str, revision: Optional[str],
+                    num_threads: int, remote_files: set[str], plan: PushPlan) -> dict[str, Payload]:
+    """The files of ``name``'s own commit; a files-layout config's missing images are committed
+    first, :data:`IMAGE_COMMIT_FILES` at a time (``remote_files`` learns them)."""
+    files = shard_files(folder, name)
+    if not (files and is_files_layout(files[0])):
+        return {f"data/{name}/{p.name}": p for p in files}
+    missing = [p for p in image_paths(files[0]) if p not in remote_files]
+    for start in range(0, len(missing), IMAGE_COMMIT_FILES):
+        batch = missing[start:start + IMAGE_COMMIT_FILES]
+        add: dict[str, Payload] = {p: resolve_inside(folder, p, what="image path") for p in batch}
+        uploader.commit(repo_id, add=add, delete=[], revision=revision, num_threads=num_threads,
+                        message=f"Upload images of {name} ({start + len(batch)}/{len(missing)} new)")
+        remote_files.update(batch)
+        plan.files += batch
+    return {metadata_filename(name): files[0]}
+
+
 def hub_info_entries(folder: Path, config: str):
     """``(DatasetInfo, metadata config)`` of one config, in the form ``Dataset.push_to_hub`` writes."""
     from datasets.info import DatasetInfo
     from datasets.splits import SplitDict, SplitInfo
 
-    from .card import config_features
+    from .card import config_data_entry, config_features, config_image_dirs
     from .stats import config_distribution
 
     dist = config_distribution(folder, config)
@@ -310,7 +336,11 @@ def hub_info_entries(folder: Path, config: str):
     info.download_size += dist.num_bytes
     info.dataset_size += dist.num_bytes
     info.size_in_bytes = info.download_size + info.dataset_size
-    return info, {"data_files": [{"split": SPLIT, "path": f"data/{config}/{SPLIT}-*"}]}
+    entry = config_data_entry(config, config_image_dirs(folder, config))
+    entry.pop("config_name")
+    if "metadata_filenames" not in entry:  # the form push_to_hub writes
+        entry["data_files"] = [{"split": SPLIT, "path": f"data/{config}/{SPLIT}-*"}]
+    return info, entry
 
 
 def hub_readme(folder: Path, names: list[str], remote_readme: Optional[str]) -> str:

@@ -1,8 +1,10 @@
 """Statistics of built configs, recomputed from the parquet files (the source of truth).
 
 Only cheap columns are read: ``num_tokens``/``length``/``dataset`` and the image *paths* (the
-nested ``images.list.element.path`` column), never the image bytes, so statistics of a 100 GB
-folder take seconds. Cards, ``mmlb stats`` and the build summary all use these numbers.
+nested ``images.list.element.path`` column of an embedded config, ``images_file_names`` of a
+``files`` config), never the image bytes, so statistics of a 100 GB folder take seconds. A
+config's files are its ``<config>.metadata.parquet`` (files layout) or its ``data/<config>/``
+shards (embedded layout): :func:`shard_files` returns whichever the folder holds. Cards, ``mmlb stats`` and the build summary all use these numbers.
 """
 from __future__ import annotations
 
@@ -14,20 +16,40 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .writer import SPLIT
+from .writer import FILE_NAMES_SUFFIX, SPLIT, metadata_path
 
 IMAGE_PATH_COLUMN = "images.list.element.path"
+IMAGE_FILES_COLUMN = "images" + FILE_NAMES_SUFFIX  # files layout: relative paths into images/
+METADATA_SUFFIX = ".metadata.parquet"
 
 
 def configs_in(folder: Path) -> list[str]:
-    data = Path(folder) / "data"
-    if not data.is_dir():
-        return []
-    return sorted(p.name for p in data.iterdir() if p.is_dir() and not p.name.startswith("."))
+    """Configs built in ``folder``, in either layout."""
+    folder = Path(folder)
+    names = {p.name[:-len(METADATA_SUFFIX)] for p in folder.glob(f"*{METADATA_SUFFIX}") if p.is_file()}
+    data = folder / "data"
+    if data.is_dir():
+        names |= {p.name for p in data.iterdir() if p.is_dir() and not p.name.startswith(".")}
+    return sorted(names)
 
 
 def shard_files(folder: Path, config: str) -> list[Path]:
+    """The parquet files holding ``config``'s rows: its metadata file, else its embedded shards."""
+    metadata = metadata_path(folder, config)
+    if metadata.is_file():
+        return [metadata]
     return sorted((Path(folder) / "data" / config).glob(f"{SPLIT}-*.parquet"))
+
+
+def is_files_layout(path: Path) -> bool:
+    """Whether a parquet file of :func:`shard_files` is a files-layout metadata file."""
+    return Path(path).name.endswith(METADATA_SUFFIX)
+
+
+def image_paths(metadata_file: Path) -> list[str]:
+    """The distinct image paths (relative to the folder) a metadata file names, sorted."""
+    column = pq.read_table(metadata_file, columns=[IMAGE_FILES_COLUMN]).column(IMAGE_FILES_COLUMN)
+    return sorted(set(pc.list_flatten(column).to_pylist()))
 
 
 def config_stats(folder: Path, config: str) -> dict:
@@ -75,16 +97,38 @@ def config_distribution(folder: Path, config: str) -> Distribution:
     dist = Distribution(config, num_shards=len(files))
     for path in files:
         table = _read_cheap_columns(path)
-        has_images = "images" in table.column_names
+        image_column = next((c for c in ("images", IMAGE_FILES_COLUMN) if c in table.column_names), None)
         dist.num_tokens += table.column("num_tokens").to_pylist()
         dist.lengths += [n or 0 for n in table.column("length").to_pylist()]
         dist.datasets += table.column("dataset").to_pylist()
-        if has_images:
-            dist.images += pc.list_value_length(table.column("images")).fill_null(0).to_pylist()
+        if image_column:
+            dist.images += pc.list_value_length(table.column(image_column)).fill_null(0).to_pylist()
         else:
             dist.images += [0] * table.num_rows
         dist.num_bytes += path.stat().st_size
+        if image_column == IMAGE_FILES_COLUMN:  # what downloading the config costs: its distinct images too
+            names = set(pc.list_flatten(table.column(image_column)).to_pylist())
+            dist.num_bytes += sum(_size_or_zero(Path(folder) / name) for name in names)
     return dist
+
+
+def stored_bytes(folder: Path, configs: list[str]) -> int:
+    """Bytes on disk of ``configs`` together: their parquet files, and each image they use once
+    (a config's own size counts the images it shares with others)."""
+    total, images = 0, set()
+    for config in configs:
+        for path in shard_files(folder, config):
+            total += path.stat().st_size
+            if is_files_layout(path):
+                images.update(image_paths(path))
+    return total + sum(_size_or_zero(Path(folder) / name) for name in images)
+
+
+def _size_or_zero(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 class DamagedShardError(ValueError):
@@ -98,6 +142,8 @@ def _read_cheap_columns(path: Path) -> pa.Table:
         columns = ["num_tokens", "length", "dataset"]
         if _has_column(parquet, IMAGE_PATH_COLUMN):
             columns.append(IMAGE_PATH_COLUMN)
+        elif _has_column(parquet, f"{IMAGE_FILES_COLUMN}.list.element"):
+            columns.append(IMAGE_FILES_COLUMN)
         return parquet.read(columns=columns)
     except (pa.ArrowException, OSError, KeyError) as err:
         raise DamagedShardError(f"{path}: damaged parquet shard, rebuild this config ({err})") from err

@@ -1,13 +1,28 @@
-"""Write a built config as parquet shards that ``datasets.load_dataset(folder, config)`` reads.
+"""Write a built config as files that ``datasets.load_dataset(folder, config)`` reads.
 
-Layout of an output folder::
+Two layouts; ``files`` is the default (ARCHITECTURE.md has the figures that chose it)::
 
-    README.md                      YAML front matter: configs (data_files) + dataset_info
-    data/<config>/test-00000-of-00002.parquet
-    manifests/<config>.json        what was built, from what, with which statistics and skips
+    README.md                          YAML front matter: configs (data_files) + dataset_info
+    <config>.metadata.parquet          files: one row per example, images as relative paths
+    images/<group>/ab/<sha256>.<ext>   files: each distinct image once per folder, shared by
+                                       every config and length of the group (the family)
+    data/<config>/test-00000-of-00002.parquet   embedded: images inside the rows
+    manifests/<config>.json            what was built, from what, with which statistics and skips
 
-The writer only shards: the build layer (:mod:`mmlbdata.build`) holds the config's lock, writes the
-manifest and updates the README. Properties of the shards:
+**files** (:class:`FilesConfigWriter`): the config's README entry names
+``data_files: [<config>.metadata.parquet, images/<group>/**]`` and
+``metadata_filenames: [<config>.metadata.parquet]``, so ``datasets``' folder-based builder
+(imagefolder) reads the metadata rows and turns the ``images_file_names`` column into the
+``images`` list of ``Image()``, decoded on access, in memory and streaming. An image used by six
+depths, five lengths and two configs is one file; the Arrow cache of an in-memory load holds
+paths, not bytes. Image files are content-addressed, so two builds placing one are harmless; the
+metadata file is renamed into place last: a config is complete exactly when
+its ``<config>.metadata.parquet`` exists. New images and the metadata are written under
+``.<config>.partial/`` and moved into place at the end (images first), so a failed build leaves
+neither.
+
+**embedded** (:class:`ConfigWriter`): the rows carry the image bytes, in parquet shards. Kept for
+small self-contained configs (one file per config, no image tree). Its shards are:
 
 * **bounded for readers**: a row group holds at most :data:`DEFAULT_ROW_GROUP_BYTES` of *decoded*
   image bytes (every image slot counted, as a reader materialises them; two rows at least) and
@@ -18,16 +33,20 @@ manifest and updates the README. Properties of the shards:
   distinct image once per row group; a shard whose rows share nothing is written plain, which a
   reader decodes without holding a dictionary beside the values;
 * **atomic**: shards are written into ``data/.<config>.partial/`` and moved into place only when
-  the whole config is complete; a crash never leaves a half-finished config looking complete;
-* **deterministic**: same rows in the same order give byte-identical files.
+  the whole config is complete; a crash never leaves a half-finished config looking complete.
+
+Both are **deterministic**: same rows in the same order give byte-identical files. The build layer
+(:mod:`mmlbdata.build`) holds the config's lock, writes the manifest and updates the README.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
@@ -39,6 +58,8 @@ from datasets import Features
 from . import __version__
 from .schema import FEATURES
 from .store import ImageRef
+
+logger = logging.getLogger("mmlbdata")
 
 SPLIT = "test"
 # Row groups are bounded by what a reader materialises, not by what they weigh on disk. `datasets`
@@ -63,6 +84,23 @@ DEFAULT_SHARD_BYTES = 1 << 30
 # built). Dictionary-encode a shard's image bytes when its first row group's distinct bytes are at
 # most this share of its decoded bytes (otherwise the dictionary only costs readers memory).
 DEDUP_PAYS_BELOW = 0.8
+
+
+LAYOUTS = ("files", "embedded")
+DEFAULT_LAYOUT = "files"
+IMAGES_DIR = "images"
+FILE_NAMES_SUFFIX = "_file_names"  # <column>_file_names: what the folder-based builder maps to <column>
+# Extensions datasets' imagefolder accepts that our images use; other files are sniffed.
+_IMAGE_EXTENSIONS = {"jpg", "png", "webp", "gif", "bmp", "tif", "tiff"}
+
+
+def metadata_path(out_dir: os.PathLike, config: str) -> Path:
+    """``<config>.metadata.parquet`` at the folder's root: a ``files``-layout config's rows."""
+    return Path(out_dir) / f"{config}.metadata.parquet"
+
+
+def metadata_filename(config: str) -> str:
+    return f"{config}.metadata.parquet"
 
 
 def config_data_dir(out_dir: Path, config: str) -> Path:
@@ -98,6 +136,9 @@ class ConfigStats:
     rows_with_length: int = 0  # rows with a token budget (0 for length-free original benchmarks)
     seconds: float = 0.0
     fingerprint: str = ""
+    layout: str = "embedded"
+    metadata_bytes: int = 0  # files layout: the <config>.metadata.parquet alone
+    images_written: int = 0  # files layout: image files this build added to the folder
 
     def add(self, row: dict[str, Any]) -> None:
         tokens = int(row["num_tokens"])
@@ -358,6 +399,172 @@ class ConfigWriter:
             shutil.rmtree(old, ignore_errors=True)
         else:
             self.staging.rename(target)
+        stale = metadata_path(self.out_dir, self.config)  # the config was in the files layout before
+        if stale.exists():
+            stale.unlink()
+
+
+class FilesConfigWriter:
+    """Streams one config's rows into ``<config>.metadata.parquet`` + the shared image tree.
+
+    ``image_group`` names the folder under ``images/`` (the build layer passes the family, so
+    every config and length of a family shares one tree and one ``images/<family>/**`` listing).
+    Rows are buffered :data:`DEFAULT_ROW_GROUP_ROWS` at a time (no image bytes in them). The
+    embedded layout's options (``shard_bytes``, ``row_group_bytes``, ``dictionary``) have nothing
+    to bound here and are ignored, so one set of build options serves both layouts.
+    """
+
+    def __init__(self, out_dir: os.PathLike, config: str, features: Features = FEATURES, *,
+                 image_group: str = "shared", row_group_rows: int = DEFAULT_ROW_GROUP_ROWS, **embedded_options: Any):
+        from .paths import resolve_inside
+
+        self.out_dir = Path(out_dir)
+        self.config = config
+        self.features = features
+        self.image_columns = [name for name, feat in features.items() if _is_image_list(feat)]
+        resolve_inside(self.out_dir, f"{IMAGES_DIR}/{image_group}", what="image group")  # a plain name
+        self.image_prefix = f"{IMAGES_DIR}/{image_group}"
+        # the loaded features ride in the schema: the card and stats read them without a README
+        self.schema = metadata_schema(features, self.image_columns).with_metadata(_features_metadata(features))
+        self.row_group_rows = row_group_rows
+        self.stats = ConfigStats(config, layout="files")
+        self.final = metadata_path(self.out_dir, config)
+        self.staging = self.out_dir / f".{config}.partial"  # new images + metadata until close
+        self.partial = self.staging / self.final.name
+        self._rows: list[dict] = []
+        self._placed: dict[str, tuple[str, int]] = {}  # source path -> (relative path, bytes)
+        self._staged: list[str] = []  # relative paths of new images waiting in staging
+        self._unique: set[str] = set()
+        self._started = time.perf_counter()
+        if self.staging.exists():  # left by a crashed build of this config (the caller holds its lock)
+            shutil.rmtree(self.staging)
+        self.staging.mkdir(parents=True)
+        self._writer = pq.ParquetWriter(self.partial, self.schema, compression="zstd", write_statistics=False)
+
+    def write(self, row: dict[str, Any]) -> None:
+        stored = {k: v for k, v in row.items() if k not in self.image_columns}
+        for column in self.image_columns:
+            names = []
+            for ref in row[column]:
+                relative, size = self._place(ref)
+                if relative not in self._unique:
+                    self._unique.add(relative)
+                    self.stats.num_unique_images += 1
+                    self.stats.image_bytes_unique += size
+                self.stats.image_bytes_decoded += size
+                names.append(relative)
+            stored[column + FILE_NAMES_SUFFIX] = names
+        self._rows.append(stored)
+        self.stats.add(row)
+        if len(self._rows) >= self.row_group_rows:
+            self._flush()
+
+    def _place(self, ref: ImageRef) -> tuple[str, int]:
+        """The image's path in the folder, copied there (atomically) the first time it is seen."""
+        placed = self._placed.get(ref.path)
+        if placed is None:
+            from .store import file_sha256
+
+            digest = file_sha256(ref.path)
+            relative = f"{self.image_prefix}/{digest[:2]}/{digest}.{image_file_extension(ref.path)}"
+            target = self.out_dir / relative
+            if target.exists():  # placed by an earlier build (or another config): complete
+                size = target.stat().st_size
+            else:  # staged, moved into place at close: an aborted build leaves no image behind
+                staged = self.staging / relative
+                staged.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(ref.path, staged)
+                size = staged.stat().st_size
+                self._staged.append(relative)
+            placed = self._placed[ref.path] = (relative, size)
+        return placed
+
+    def _flush(self) -> None:
+        if self._rows:
+            table = pa.Table.from_pylist(self._rows, schema=self.schema)
+            self._writer.write_table(table, row_group_size=table.num_rows)
+            self.stats.num_row_groups += 1
+            self._rows = []
+
+    def abort(self) -> None:
+        """Drop the staging folder (new images and partial metadata); the previous build stays."""
+        try:
+            self._writer.close()
+        except OSError:  # e.g. the disk is still full: the folder goes anyway
+            pass
+        shutil.rmtree(self.staging, ignore_errors=True)
+
+    def close(self) -> ConfigStats:
+        """Finish the metadata file and rename it into place: from now on the config exists."""
+        self._flush()
+        self._writer.close()
+        if not self._reads_as_image_folder():
+            logger.warning("%s: %s holds fewer than two images of one kind; datasets infers one builder for "
+                           "a whole folder from its first config's files, a draw going to parquet, so a folder "
+                           "whose first config this is will not load as an image folder until the family has "
+                           "more images (or build it with --layout embedded)", self.config, self.image_prefix)
+        digest = hashlib.sha256()
+        with open(self.partial, "rb") as handle:  # the paths name the images' hashes: covers them too
+            while block := handle.read(1 << 20):
+                digest.update(block)
+        self.stats.fingerprint = digest.hexdigest()
+        self.stats.metadata_bytes = self.partial.stat().st_size
+        self.stats.num_bytes = self.stats.metadata_bytes + self.stats.image_bytes_unique
+        self.stats.num_shards = 1
+        self.stats.seconds = round(time.perf_counter() - self._started, 3)
+        for relative in self._staged:  # images first: a listed config never lacks one
+            target = self.out_dir / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(self.staging / relative, target)  # same bytes if another build placed it meanwhile
+        self.stats.images_written = len(self._staged)
+        os.replace(self.partial, self.final)
+        shutil.rmtree(self.staging, ignore_errors=True)
+        shutil.rmtree(config_data_dir(self.out_dir, self.config), ignore_errors=True)  # an older embedded build
+        remove_if_empty(self.out_dir / "data")
+        return self.stats
+
+
+    def _reads_as_image_folder(self) -> bool:
+        """Whether ``datasets`` can infer the image folder builder from this config's files. It
+        infers one builder for a whole folder, from its first config's data files: the most
+        frequent extension, a draw going to ``.parquet``, and ``<config>.metadata.parquet`` counts
+        as parquet (only ``metadata.*`` are known metadata). So the family's folder must hold two
+        images of one extension; images are never removed from it."""
+        counts: Counter = Counter(Path(relative).suffix for relative in self._staged)
+        group = self.out_dir / self.image_prefix
+        candidates = group.rglob("*") if group.is_dir() else iter(())
+        while max(counts.values(), default=0) < 2:
+            path = next(candidates, None)
+            if path is None:
+                return False
+            if path.is_file() and not path.name.startswith("."):
+                counts[path.suffix] += 1
+        return True
+
+def metadata_schema(features: Features, image_columns: list[str]) -> pa.Schema:
+    """The metadata file's columns: the features', each image list as ``<name>_file_names``."""
+    fields = [pa.field(f.name + FILE_NAMES_SUFFIX, pa.list_(pa.string())) if f.name in image_columns else f
+              for f in features.arrow_schema]
+    return pa.schema(fields)
+
+
+def image_file_extension(path: str) -> str:
+    """The image file's extension as imagefolder knows it (``.jpeg`` -> ``jpg``); sniffed from the
+    magic bytes when the name has none it accepts (a store object always has one)."""
+    suffix = Path(path).suffix.lower().lstrip(".")
+    suffix = {"jpeg": "jpg"}.get(suffix, suffix)
+    if suffix in _IMAGE_EXTENSIONS:
+        return suffix
+    with open(path, "rb") as handle:
+        head = handle.read(12)
+    if head[:3] == b"\xff\xd8\xff":
+        return "jpg"
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "webp"
+    if head[:4] == b"GIF8":
+        return "gif"
+    return "png"
+
 
 
 def remove_if_empty(folder: Path) -> None:
@@ -382,12 +589,21 @@ def write_config(
     features: Features = FEATURES,
     **writer_options: Any,
 ) -> ConfigStats:
-    """Write ``rows`` as the shards of ``config`` under ``out_dir`` (no manifest, no README).
+    """Write ``rows`` as ``config`` under ``out_dir`` in ``layout`` (``files``, the default, or
+    ``embedded``; no manifest, no README).
 
     If ``rows`` raises, nothing of this config is left behind (a previous build of it stays).
     The caller serialises builds of one config (:func:`mmlbdata.build.store_config` holds its lock).
     """
-    writer = ConfigWriter(out_dir, config, features, **writer_options)
+    layout = writer_options.pop("layout", None) or DEFAULT_LAYOUT
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown layout {layout!r} (one of {', '.join(LAYOUTS)})")
+    check_one_layout(Path(out_dir), config, layout)
+    if layout == "files":
+        writer: Any = FilesConfigWriter(out_dir, config, features, **writer_options)
+    else:
+        writer_options.pop("image_group", None)
+        writer = ConfigWriter(out_dir, config, features, **writer_options)
     try:
         for row in rows:
             writer.write(row)
@@ -395,6 +611,23 @@ def write_config(
     except BaseException:
         writer.abort()
         raise
+
+
+def check_one_layout(out_dir: Path, config: str, layout: str) -> None:
+    """Refuse to mix layouts in one folder: ``datasets`` infers one builder for all its configs
+    (from the first config's files), so configs of the other layout would load empty or fail."""
+    if layout == "files":
+        data = out_dir / "data"
+        others = sorted(p.name for p in data.iterdir() if p.is_dir() and not p.name.startswith(".")
+                        and p.name != config) if data.is_dir() else []
+    else:
+        others = sorted(p.name[:-len(".metadata.parquet")] for p in out_dir.glob("*.metadata.parquet")
+                        if p.name != metadata_filename(config))
+    if others:
+        other = "embedded" if layout == "files" else "files"
+        raise ValueError(f"{out_dir} holds {len(others)} config(s) in the {other} layout ({', '.join(others[:3])}"
+                         f"{' ...' if len(others) > 3 else ''}); datasets reads one layout per folder: build "
+                         f"{config} with --layout {other}, or into another folder")
 
 
 def manifest_path(out_dir: os.PathLike, config: str) -> Path:

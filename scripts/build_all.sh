@@ -18,7 +18,7 @@ MMLB="${MMLB:-mmlb}"
 status=0
 "$MMLB" build --all --benchmark "$benchmark" --sources-dir "$sources" --out "$out" --no-progress "$@" || status=$?
 # a card for whatever was built, even when some configs failed (they are listed above)
-if ls "$out"/data/*/test-*.parquet >/dev/null 2>&1; then
+if compgen -G "$out/*.metadata.parquet" >/dev/null || compgen -G "$out/data/*/test-*.parquet" >/dev/null; then
     "$MMLB" card "$out" --benchmark "$benchmark"
 fi
 exit "$status"

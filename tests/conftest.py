@@ -64,3 +64,14 @@ def counter(tokenizer_path: Path):
     from mmlbdata.tokens import TokenCounter
 
     return TokenCounter(tokenizer_path)
+
+
+@pytest.fixture(autouse=True)
+def _own_datasets_cache(tmp_path_factory, monkeypatch):
+    """Each test its own ``datasets`` Arrow cache. ``load_dataset(folder)`` keys that cache by the
+    folder's *name*, config and README, not its location: a files-layout row holds absolute image
+    paths, so a cache left by an identical build in another test's (since deleted) ``out`` folder
+    would point at files that are gone."""
+    import datasets.config
+
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path_factory.mktemp("hf_datasets_cache"))

@@ -4,9 +4,12 @@ Implements the routes ``huggingface_hub`` (2.x) calls for ``snapshot_download`` 
 and ``hf_hub_download``, read from its ``_snapshot_download.py`` / ``file_download.py``:
 
 - ``GET  /api/datasets/<repo>/revision/<rev>``       repo_info: ``{"id", "sha", "siblings"}``
-- ``GET  /api/datasets/<repo>/tree/<rev>[/<path>]``  list_repo_tree (``recursive``): file entries
+- ``GET  /api/datasets/<repo>/tree/<rev>[/<path>]``  list_repo_tree (``recursive``): file and
+  folder entries below ``path``
+- ``POST /api/datasets/<repo>/paths-info/<rev>``      entries of the ``paths`` asked (HfFileSystem)
 - ``HEAD|GET /datasets/<repo>/resolve/<rev>/<path>`` file metadata (``X-Repo-Commit``, ``ETag``,
-  ``Content-Length``) and body
+  ``Content-Length``) and body, or the ``Range`` asked (206): enough for ``datasets.load_dataset``,
+  in memory and streaming
 
 Repos are ``{repo_id: {path: bytes}}``; every repo has one commit. A repo listed in ``gated``
 answers 403 with ``X-Error-Code: GatedRepo`` (how the Hub says "accept the terms first") unless
@@ -16,10 +19,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 
 def commit_of(repo: str) -> str:
@@ -46,7 +50,13 @@ class LoopbackHub:
             def do_HEAD(self):
                 hub._handle(self, body=False)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+            def do_POST(self):  # paths-info (what `datasets` asks through HfFileSystem.info)
+                hub._handle(self, body=True)
+
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 128  # socketserver's 5 drops the SYNs of parallel readers (1 s retries)
+
+        self._httpd = Server(("127.0.0.1", 0), Handler)
         threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True).start()
         return self
 
@@ -85,8 +95,13 @@ class LoopbackHub:
             data = {"id": repo, "sha": commit_of(repo), "private": False,
                     "siblings": [{"rfilename": name} for name in sorted(files)]}
         elif tail.startswith("tree/"):
-            data = [{"type": "file", "path": name, "size": len(content),
-                     "oid": hashlib.sha1(content).hexdigest()} for name, content in sorted(files.items())]
+            _rev, _, under = tail[len("tree/"):].partition("/")
+            recursive = "recursive=true" in (urlsplit(h.path).query or "").lower() or not under
+            data = _tree(files, under.strip("/"), recursive)
+        elif tail.startswith("paths-info/"):
+            length = int(h.headers.get("Content-Length") or 0)
+            asked = parse_qs(h.rfile.read(length).decode()).get("paths", [])
+            data = [entry for entry in _tree(files, "", True) if entry["path"] in asked]
         else:
             return self._send(h, 404, b"", {}, body)
         self._send(h, 200, json.dumps(data).encode(), {"Content-Type": "application/json"}, body)
@@ -99,6 +114,12 @@ class LoopbackHub:
         if content is None:
             return self._send(h, 404, b"", {"X-Error-Code": "EntryNotFound"}, body)
         etag = hashlib.sha256(content).hexdigest()
+        ranged = re.fullmatch(r"bytes=(\d+)-(\d*)", h.headers.get("Range") or "")
+        if ranged:  # HfFileSystem reads files in byte ranges (streaming `datasets`)
+            start, end = int(ranged[1]), int(ranged[2] or len(content) - 1)
+            return self._send(h, 206, content[start:end + 1], {
+                "X-Repo-Commit": commit_of(repo), "ETag": f'"{etag}"', "Accept-Ranges": "bytes",
+                "Content-Range": f"bytes {start}-{min(end, len(content) - 1)}/{len(content)}"}, body)
         self._send(h, 200, content, {"X-Repo-Commit": commit_of(repo), "ETag": f'"{etag}"',
                                      "Accept-Ranges": "bytes"}, body)
 
@@ -111,3 +132,22 @@ class LoopbackHub:
         h.end_headers()
         if body:
             h.wfile.write(content)
+
+
+def _tree(files: dict[str, bytes], under: str, recursive: bool) -> list[dict]:
+    """``list_repo_tree`` entries below ``under``: files and the folders that hold them."""
+    prefix = f"{under}/" if under else ""
+    entries: dict[str, dict] = {}
+    for name, content in sorted(files.items()):
+        if not name.startswith(prefix):
+            continue
+        parts = name[len(prefix):].split("/")
+        for depth in range(1, len(parts)):
+            folder = prefix + "/".join(parts[:depth])
+            if recursive or depth == 1:
+                entries.setdefault(folder, {"type": "directory", "path": folder,
+                                            "oid": hashlib.sha1(folder.encode()).hexdigest()})
+        if recursive or len(parts) == 1:
+            entries[name] = {"type": "file", "path": name, "size": len(content),
+                             "oid": hashlib.sha1(content).hexdigest()}
+    return [entries[key] for key in sorted(entries)]

@@ -41,6 +41,10 @@ def _leftovers(out: Path) -> list[str]:
     return found
 
 
+def _files(out: Path) -> dict[str, bytes]:
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
 def test_success_leaves_no_lock_file_and_manifest_records_the_real_report(tmp_path, coco_mini, tokenizer_path):
     coco = tmp_path / "coco"
     shutil.copytree(coco_mini, coco)
@@ -67,7 +71,7 @@ def test_disk_full_removes_the_partial_config_and_says_which_and_why(tmp_path, c
     out = tmp_path / "out"
     good = _build(out, coco_mini, tokenizer_path)
     assert good.ok
-    before = sorted(p.name for p in (out / "data" / CONFIG).iterdir())
+    before = _files(out)
 
     def disk_full(self, *args, **kwargs):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
@@ -75,8 +79,8 @@ def test_disk_full_removes_the_partial_config_and_says_which_and_why(tmp_path, c
     monkeypatch.setattr(pq.ParquetWriter, "write_table", disk_full)
     failed = _build(out, coco_mini, tokenizer_path)
     assert not failed.ok and CONFIG in failed.error and "no space left on device" in failed.error
-    assert sorted(p.name for p in (out / "data" / CONFIG).iterdir()) == before  # previous build kept
-    assert _leftovers(out) == [] and sorted(p.name for p in (out / "data").iterdir()) == [CONFIG]
+    assert _files(out) == before  # previous build kept, and no staged image or metadata left
+    assert _leftovers(out) == []
     # a first build that fails leaves nothing at all, and mmlb build exits non-zero
     fresh = tmp_path / "fresh"
     code = main(["build", CONFIG, "--source", f"coco={coco_mini}", "--out", str(fresh), "--limit", "1",
@@ -100,13 +104,13 @@ def test_build_exits_non_zero_when_one_of_several_configs_fails(tmp_path, coco_m
     code = main(["build", CONFIG, "vh_multi_8k", "--source", f"coco={coco_mini}", "--out", str(tmp_path / "o"),
                  "--limit", "1", "--tokenizer", str(tokenizer_path), "--no-progress"])
     assert code == 1 and "1 of 2 config(s) failed: vh_multi_8k" in capsys.readouterr().err
-    assert (tmp_path / "o" / "data" / CONFIG).is_dir()
+    assert (tmp_path / "o" / f"{CONFIG}.metadata.parquet").is_file()
 
 
 def test_stats_and_card_name_a_damaged_shard_without_a_traceback(tmp_path, coco_mini, tokenizer_path, capsys):
     out = tmp_path / "out"
     assert _build(out, coco_mini, tokenizer_path).ok
-    shard = sorted((out / "data" / CONFIG).glob("*.parquet"))[0]
+    shard = out / f"{CONFIG}.metadata.parquet"
     shard.write_bytes(shard.read_bytes()[: shard.stat().st_size // 2])
     for command in (["stats", str(out)], ["card", str(out), "--no-plot"]):
         assert main(command) == 1
@@ -116,7 +120,8 @@ def test_stats_and_card_name_a_damaged_shard_without_a_traceback(tmp_path, coco_
 
 def _mmlb(out: Path, coco: Path, tokenizer: Path, seed: int, logs: Path) -> subprocess.Popen:
     command = [sys.executable, "-m", "mmlbdata.cli", "build", CONFIG, "--source", f"coco={coco}", "--out", str(out),
-               "--limit", "5", "--seed", str(seed), "--shard-size", "1", "--tokenizer", str(tokenizer),
+               "--limit", "5", "--seed", str(seed), "--shard-size", "1", "--layout", "embedded",
+               "--tokenizer", str(tokenizer),
                "--cache-dir", str(logs / f"cache{seed}"), "--no-progress"]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     with open(logs / f"out{seed}", "w") as stdout, open(logs / f"err{seed}", "w") as stderr:
@@ -131,13 +136,14 @@ def _wait_for(condition, seconds: float = 180) -> None:
 
 
 def test_two_concurrent_builds_of_one_config_never_mix_shards(tmp_path, coco_mini, tokenizer_path):
-    """Two real `mmlb build` processes (different seeds, one shard per row group) into one folder."""
+    """Two real `mmlb build` processes (different seeds, one shard per row group) into one folder
+    (embedded layout: several shards per config to mix; the files layout has one metadata file)."""
     references = {}
     for seed in (0, 1):
         # 5 questions: 30 rows, over 100 MB decoded, so two row groups and (shard size 1) two shards
         ref = build_configs([CONFIG], {"coco": coco_mini}, tmp_path / f"ref{seed}", limit=5, seed=seed,
                             tokenizer=tokenizer_path, progress=False, shard_bytes=1,
-                            store_root=tmp_path / "store")[0]
+                            store_root=tmp_path / "store", layout="embedded")[0]
         assert ref.ok and ref.stats.num_shards > 1
         references[seed] = ref.stats.fingerprint
     assert references[0] != references[1]
@@ -184,7 +190,7 @@ def test_a_terminated_build_leaves_nothing_behind(tmp_path, coco_mini, tokenizer
                             str(tmp_path / "cache"), "--no-progress"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
-    _wait_for(lambda: (out / "data" / f".{slow}.partial").is_dir() or run.poll() is not None)
+    _wait_for(lambda: (out / f".{slow}.partial").is_dir() or run.poll() is not None)
     run.send_signal(signal.SIGTERM)
     _, err = run.communicate(timeout=120)
     assert run.returncode == 128 + signal.SIGTERM and "Traceback" not in err, err

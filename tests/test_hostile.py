@@ -191,8 +191,9 @@ def test_vh_build_on_hostile_coco_embeds_none_of_it(hostile_coco, tokenizer_path
     files = {s["file"] for s in result.report["skipped"]}
     assert {source_label(bad[k], {"coco": root}) for k in ("bomb", "thin", "train")} <= files
     forbidden = {sha(bad["outside"].read_bytes()), sha(bad["bomb"].read_bytes()), sha(bad["thin"].read_bytes())}
-    shards = sorted((tmp_path / "out" / "data" / "vh_single_8k").glob("*.parquet"))
-    rows = [row for shard in shards for row in pq.read_table(shard, columns=["images"]).column("images").to_pylist()]
+    from mmlbdata.exports import iter_rows
+
+    rows = [row["images"] for row in iter_rows(tmp_path / "out", "vh_single_8k", columns=["images"])]
     assert len(rows) == 24
     for row in rows:
         digests = [sha(img["bytes"]) for img in row]

@@ -36,8 +36,8 @@ def built(release, out: Path, tokenizer, num_proc: int, **kwargs):
     [result] = build_configs(["lvb_val_64f"], {"lvb": release}, out, store_root=out / "store",
                              tokenizer=tokenizer, progress=False, num_proc=num_proc, **kwargs)
     assert result.ok, result.error
-    files = sorted((out / "data").rglob("*.parquet"))
-    return result, {f.name: f.read_bytes() for f in files}
+    files = sorted([*out.glob("*.metadata.parquet"), *(out / "images").rglob("*")])
+    return result, {f.relative_to(out).as_posix(): f.read_bytes() for f in files if f.is_file()}
 
 
 def test_parallel_decoding_is_byte_identical(release, tmp_path, tokenizer_path):

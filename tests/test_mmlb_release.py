@@ -507,7 +507,9 @@ def test_cli_build_from_the_release(rel, tmp_path, tokenizer_path):
     assert main(["build", "vh_single_8k", "--out", str(tmp_path / "one"), "--option", "subset=paper", *common]) == 0
     assert read_manifest(tmp_path / "one", "vh_single_8k")["subset"] == "paper"
     assert main(["build", "--all", "--benchmark", "mmlongbench", "vh_*", "--out", str(tmp_path / "all"), *common]) == 0
-    assert sorted(p.name for p in (tmp_path / "all" / "data").iterdir()) == ["vh_multi_8k", "vh_single_8k"]
+    from mmlbdata.stats import configs_in
+
+    assert configs_in(tmp_path / "all") == ["vh_multi_8k", "vh_single_8k"]
 
 
 # -- MMNeedle's released haystacks (source mmneedle_release) ---------------------------------------
@@ -619,9 +621,10 @@ def test_release_builds_are_byte_identical(rel, tmp_path, tokenizer_path):
         results = build_configs(["vh_single_8k", "cars196_8k"], {"mmlb_release": root}, tmp_path / out,
                                 tokenizer=tokenizer_path, store_root=tmp_path / "store", progress=False)
         assert all(r.ok for r in results)
-    for sub in ("data", "manifests"):
-        files_a = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a" / sub).rglob("*") if p.is_file())
-        assert files_a and all((tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes() for f in files_a)
+    files_a = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
+    assert sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*") if p.is_file()) == files_a
+    assert {f.parts[0] for f in files_a} >= {"images", "manifests", "vh_single_8k.metadata.parquet"}
+    assert all((tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes() for f in files_a)
 
 
 def test_paper_subset_of_mixed_id_types_is_a_clear_error(tmp_path):

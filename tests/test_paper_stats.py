@@ -92,9 +92,10 @@ def recount(folder, config) -> tuple[int, float]:
     """Rows and mean images per row, straight from the parquet (not through mmlbdata.stats)."""
     rows = images = 0
     for path in shard_files(folder, config):
-        table = pq.read_table(path, columns=["images"])
+        column = "images_file_names" if path.name.endswith(".metadata.parquet") else "images"
+        table = pq.read_table(path, columns=[column])
         rows += table.num_rows
-        images += pc.sum(pc.list_value_length(table.column("images"))).as_py()
+        images += pc.sum(pc.list_value_length(table.column(column))).as_py()
     return rows, images / rows
 
 

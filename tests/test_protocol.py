@@ -362,7 +362,9 @@ def test_build_protocol_goes_to_prompts_manifest_and_card(tmp_path, real_data, t
         assert f"`protocol={protocol}`" in (out / "README.md").read_text()
         import pyarrow.parquet as pq
 
-        [shard] = sorted((out / "data" / "mmlongdoc_8k").glob("*.parquet"))
+        from mmlbdata.stats import shard_files
+
+        [shard] = shard_files(out, "mmlongdoc_8k")
         prompts[protocol] = pq.read_table(shard, columns=["prompt"]).column("prompt").to_pylist()[0]
     # data.py @22b9f27 L436/L449 vs @26197d2 L426/L439, the release's page_list docs/4055915/page{0,1,2}.png
     assert "Document 4055915: <image>\n\nDocument 4055915: <image>\n\nDocument 4055915: <image>\n\n" in prompts["v1.1"]

@@ -26,10 +26,10 @@ import yaml
 from PIL import Image
 
 from mmlbdata.build import build_all, build_configs, completed_stats, build_parameters
-from mmlbdata.card import format_stats, render_card, select_template, split_front_matter
+from mmlbdata.card import config_data_entry, format_stats, render_card, select_template, split_front_matter
 from mmlbdata.cli import main
 from mmlbdata.exports import iter_rows
-from mmlbdata.hub import FolderUploader, HubUploader, push_folder
+from mmlbdata.hub import IMAGE_COMMIT_FILES, FolderUploader, HubUploader, push_folder
 from mmlbdata.registry import resolve
 from mmlbdata.stats import config_stats
 
@@ -145,24 +145,32 @@ def test_push_sends_shards_manifests_then_card_and_resumes(built, tmp_path, monk
     hub = FolderUploader(tmp_path / "hub")
     remote = hub.repo_dir("org/mmlb", "v1")
     # the Hub already holds a config built elsewhere: it must stay listed
-    (remote / "data" / "other_8k").mkdir(parents=True)
-    shutil.copy(built / "data" / "vh_single_8k" / "test-00000-of-00001.parquet", remote / "data" / "other_8k")
-    other = {"config_name": "other_8k", "data_files": [{"split": "test", "path": "data/other_8k/test-*"}]}
+    remote.mkdir(parents=True)
+    shutil.copy(built / "vh_single_8k.metadata.parquet", remote / "other_8k.metadata.parquet")
+    other = {"config_name": "other_8k", "data_files": [{"split": "test", "path": ["other_8k.metadata.parquet",
+                                                                                  "images/vh/**"]}],
+             "metadata_filenames": ["other_8k.metadata.parquet"]}
     (remote / "README.md").write_text(f"---\nconfigs:\n- {json.dumps(other)}\n---\n\nold body\n")
     before = tmp_path / "before"
     shutil.copytree(remote, before)
     plan = push_folder(built, "org/mmlb", revision="v1", uploader=hub)
     assert plan.configs == CONFIGS and plan.skipped == []
-    assert [c["message"].split(" (")[0] for c in hub.commits] == [f"Upload config {c}" for c in CONFIGS] + \
-        ["Update dataset card"]
-    assert hub.commits[0]["add"] == ["data/vh_multi_8k/test-00000-of-00001.parquet", "manifests/vh_multi_8k.json"]
+    config_commits = [c for c in hub.commits if c["message"].startswith("Upload config")]
+    assert [c["message"].split(" (")[0] for c in config_commits] == [f"Upload config {c}" for c in CONFIGS]
+    assert hub.commits[-1]["message"] == "Update dataset card"
+    assert config_commits[0]["add"] == ["manifests/vh_multi_8k.json", "vh_multi_8k.metadata.parquet"]
+    # each image once for the whole repo (configs share them), each config's images before its metadata
+    images = [p for c in hub.commits for p in c["add"] if p.startswith("images/")]
+    assert sorted(images) == sorted(p.relative_to(built).as_posix() for p in (built / "images").rglob("*.jpg"))
+    assert len(images) == len(set(images)) and all(len(c["add"]) <= IMAGE_COMMIT_FILES for c in hub.commits)
+    assert hub.commits.index(config_commits[0]) > 0 and hub.commits[0]["message"].startswith("Upload images of vh_multi_8k")
     assert hub.commits[-1]["add"] == ["README.md", "stats.png"] and all(c["revision"] == "v1" for c in hub.commits)
     sent = split_front_matter(plan.readme)[0]
     assert set(_entries(sent, "configs")) == {"other_8k", *CONFIGS}
-    for config in CONFIGS:  # identical to datasets' own card update logic
+    for config in CONFIGS:  # dataset_info identical to datasets' own card update logic
         expected = _datasets_card_update(before, config, built)
-        assert _entries(sent, "configs")[config] == _entries(expected, "configs")[config]
         assert _entries(sent, "dataset_info")[config] == _entries(expected, "dataset_info")[config]
+        assert _entries(sent, "configs")[config] == config_data_entry(config, ["images/vh"])
     assert "MMLongBench" in plan.readme and "old body" not in plan.readme
     for config in CONFIGS:
         local = datasets.load_dataset(str(built), config, split="test").remove_columns("images")
@@ -182,15 +190,17 @@ def test_push_resends_a_rebuilt_config_and_deletes_its_old_shards(built, tmp_pat
     hub = FolderUploader(tmp_path / "hub")
     push_folder(folder, "org/mmlb", uploader=hub)
     hub.commits.clear()
-    # an earlier build on the Hub had two shards; this one is rebuilt differently
+    # an earlier build on the Hub was in the embedded layout; this one is rebuilt differently
     stale = hub.repo_dir("org/mmlb") / "data" / "vh_single_8k" / "test-00001-of-00002.parquet"
+    stale.parent.mkdir(parents=True)
     stale.write_bytes(b"old")
     build_configs(["vh_single_8k"], {"coco": coco_mini}, folder, limit=2, store_root=tmp_path / "store",
                   tokenizer=tokenizer_path, progress=False)
     plan = push_folder(folder, "org/mmlb", uploader=hub)
     assert plan.configs == ["vh_single_8k"] and plan.skipped == ["vh_multi_8k", "vh_single_16k"]
-    assert hub.commits[0]["delete"] == ["data/vh_single_8k/test-00001-of-00002.parquet"] and not stale.exists()
-    assert hub.commits[0]["add"] == ["data/vh_single_8k/test-00000-of-00001.parquet", "manifests/vh_single_8k.json"]
+    config_commit = next(c for c in hub.commits if c["message"].startswith("Upload config"))
+    assert config_commit["delete"] == ["data/vh_single_8k/test-00001-of-00002.parquet"] and not stale.exists()
+    assert config_commit["add"] == ["manifests/vh_single_8k.json", "vh_single_8k.metadata.parquet"]
     ds = datasets.load_dataset(str(hub.repo_dir("org/mmlb")), "vh_single_8k", split="test")
     assert ds.num_rows == 12
     with pytest.raises(ValueError, match="shard-size"):
@@ -379,11 +389,12 @@ def test_resume_rebuilds_partial_stale_or_damaged_configs(tmp_path, coco_mini, t
     entry = resolve("vh_single_8k")
     assert completed_stats(tmp_path / "o", "vh_single_8k",
                            build_parameters(entry, sources, limit=2)) is None
-    (tmp_path / "o" / "data" / "vh_multi_8k" / "test-00000-of-00001.parquet").unlink()
-    (tmp_path / "o" / "data" / ".vh_multi_8k.partial").mkdir()
+    (tmp_path / "o" / "vh_multi_8k.metadata.parquet").unlink()
+    (tmp_path / "o" / ".vh_multi_8k.partial").mkdir()
+    (tmp_path / "o" / ".vh_multi_8k.partial" / "vh_multi_8k.metadata.parquet").write_bytes(b"half")
     again = build_all(names + ["vh_single_16k"], {**sources}, tmp_path / "o", **{**kwargs, "limit": 1})
     assert [r.status for r in again] == ["kept", "built", "built"]
-    assert not (tmp_path / "o" / "data" / ".vh_multi_8k.partial").exists()
+    assert not (tmp_path / "o" / ".vh_multi_8k.partial").exists()
     missing = build_all(["vh_single_8k"], {}, tmp_path / "o", **kwargs)
     assert missing[0].status == "missing sources" and "coco" in missing[0].error
 

@@ -28,8 +28,9 @@ def local_ray():
 
 
 def parquet_bytes(out: Path) -> dict[str, bytes]:
-    files = sorted((out / "data").rglob("*.parquet"))
-    return {str(f.relative_to(out)): f.read_bytes() for f in files}
+    """Every config's rows (metadata files) and the image tree, byte for byte."""
+    files = sorted([*out.glob("*.metadata.parquet"), *(out / "images").rglob("*")])
+    return {str(f.relative_to(out)): f.read_bytes() for f in files if f.is_file()}
 
 
 def cli(*argv) -> int:
@@ -47,7 +48,7 @@ def test_ray_build_is_byte_identical_to_local(coco_mini, tokenizer_path, local_r
                "--tokenizer", tokenizer_path, "--cache-dir", tmp_path / "c2", "--executor", "ray",
                "--no-progress") == 0
     ours, theirs = parquet_bytes(tmp_path / "ray"), parquet_bytes(tmp_path / "local")
-    assert sorted(ours) == sorted(theirs) and len(ours) >= 2
+    assert sorted(ours) == sorted(theirs) and sum(name.endswith(".metadata.parquet") for name in ours) == 2
     assert ours == theirs
     assert all(r.stats.num_rows > 0 for r in local)
 
@@ -79,8 +80,7 @@ def test_ray_build_all_resumes(coco_mini, tokenizer_path, local_ray, tmp_path):
     assert [r.status for r in first] == ["built", "built"]
     before = parquet_bytes(out)
     # one config lost (as if its node died before the move): only that one is rebuilt
-    for f in (out / "data" / CONFIGS[1]).glob("*.parquet"):
-        f.unlink()
+    (out / f"{CONFIGS[1]}.metadata.parquet").unlink()
     second = build_all(CONFIGS, {"coco": coco_mini}, out, **kwargs)
     assert [r.status for r in second] == ["kept", "built"]
     assert parquet_bytes(out) == before

@@ -84,13 +84,9 @@ def test_lvb_videos_decoded_as_ray_tasks(release, local_ray, unit_log, tmp_path,
 
 def distinct_images(out: Path) -> int:
     """Distinct images the built rows point at (each MMNeedle grid is one)."""
-    import pyarrow.parquet as pq
+    from mmlbdata.stats import image_paths
 
-    paths = set()
-    for f in sorted((out / "data").rglob("*.parquet")):
-        for images in pq.read_table(f, columns=["images"]).column("images").to_pylist():
-            paths.update(str(image) for image in images)
-    return len(paths)
+    return len({path for f in sorted(out.glob("*.metadata.parquet")) for path in image_paths(f)})
 
 
 def test_mmneedle_grids_stitched_as_ray_tasks(coco_mini, local_ray, unit_log, tmp_path, tokenizer_path):

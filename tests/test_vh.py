@@ -7,6 +7,7 @@ import shutil
 from collections import defaultdict
 
 import io
+from pathlib import Path
 
 import datasets
 import pyarrow.parquet as pq
@@ -16,6 +17,8 @@ import sentencepiece as spm
 
 from mmlbdata.build import build_configs
 from mmlbdata.report import source_label
+from mmlbdata.exports import iter_rows
+from mmlbdata.stats import configs_in, shard_files
 
 
 def independent_image_tokens(w: int, h: int) -> int:
@@ -41,10 +44,19 @@ def built(coco_mini, tokenizer_path, tmp_path_factory):
 
 
 def _load(built, config, images=True):
+    """The config through load_dataset; images as ``{"bytes", "path"}`` (a files-layout image's
+    bytes read from its file)."""
     ds = datasets.load_dataset(str(built), config, split="test")
     if not images:
         return ds.remove_columns("images")
-    return ds.cast_column("images", datasets.List(datasets.Image(decode=False)))
+    ds = ds.cast_column("images", datasets.List(datasets.Image(decode=False)))
+    return [{**row, "images": [{"bytes": img["bytes"] or Path(img["path"]).read_bytes(), "path": img["path"]}
+                               for img in row["images"]]} for row in ds]
+
+
+def _source_names(coco_mini) -> dict[bytes, str]:
+    """COCO file name of each source image, by content (built images are named by their hash)."""
+    return {p.read_bytes(): p.name for p in sorted(coco_mini.rglob("*.jpg"))}
 
 
 def _instances(coco_mini):
@@ -62,7 +74,7 @@ def _instances(coco_mini):
 def test_every_row_keeps_the_budget_invariant(built, config, tokenizer_path):
     sp = spm.SentencePieceProcessor(model_file=str(tokenizer_path))
     ds = _load(built, config)
-    assert ds.num_rows > 0
+    assert len(ds) > 0
     for row in ds:
         meta = json.loads(row["meta"])
         text = len(sp.encode(row["prompt"].replace("<image>", ""))) + 1
@@ -87,11 +99,12 @@ def test_prompt_is_what_the_official_loader_assembles(built, config):
 
 def test_needles_are_where_the_labels_say(built, coco_mini):
     objects = _instances(coco_mini)
+    source_names = _source_names(coco_mini)
     for config in ["vh_single_32k", "vh_multi_32k"]:
         ds = _load(built, config)
         for row in ds:
             meta = json.loads(row["meta"])
-            names = [img["path"] for img in row["images"]]
+            names = [source_names[img["bytes"]] for img in row["images"]]
             needles = [names[i] for i in meta["needle_indices"]]
             assert all(meta["anchor"] in objects[n] for n in needles)
             has_target = [meta["target"] in objects[n] for n in needles]
@@ -134,9 +147,8 @@ def test_multi_has_three_permutations_of_two_or_three_needles(built):
 def test_same_sources_and_seed_give_identical_parquet(built, coco_mini, tokenizer_path, tmp_path):
     build_configs(["vh_single_8k"], {"coco": coco_mini}, tmp_path, limit=6,
                   store_root=tmp_path / "store", tokenizer=tokenizer_path, progress=False)
-    a = sorted((built / "data" / "vh_single_8k").glob("*.parquet"))
-    b = sorted((tmp_path / "data" / "vh_single_8k").glob("*.parquet"))
-    assert [p.read_bytes() for p in a] == [p.read_bytes() for p in b]
+    a, b = shard_files(built, "vh_single_8k"), shard_files(tmp_path, "vh_single_8k")
+    assert [p.read_bytes() for p in a] == [p.read_bytes() for p in b]  # the paths name the images' hashes
     other = build_configs(["vh_single_8k"], {"coco": coco_mini}, tmp_path / "seed1", limit=6, seed=1,
                           store_root=tmp_path / "store", tokenizer=tokenizer_path, progress=False)[0]
     assert other.ok and other.stats.fingerprint != json.loads(
@@ -149,7 +161,7 @@ def test_too_few_distractors_is_reported_not_reused(coco_mini, tokenizer_path, t
     assert not result.ok and "no example could be built" in result.error
     reasons = [s["reason"] for s in result.report["skipped"]]
     assert reasons and all("distinct distractor images" in r and "never reused" in r for r in reasons)
-    assert not (tmp_path / "data" / "vh_single_128k").exists()
+    assert configs_in(tmp_path) == [] and not (tmp_path / "images").exists()
 
 
 def test_bad_input_is_skipped_and_reported(coco_mini, tokenizer_path, tmp_path):
@@ -168,7 +180,6 @@ def test_bad_input_is_skipped_and_reported(coco_mini, tokenizer_path, tmp_path):
     assert "truncated" in skipped[named(val[0])]
     assert "missing" in skipped[named(val[1])]
     assert "invalid JSON" in skipped[named(train_ann)]
-    names = pq.read_table(sorted((tmp_path / "out" / "data" / "vh_single_8k").glob("*.parquet"))[0],
-                          columns=["images"]).column("images").to_pylist()
-    used = {img["path"] for row in names for img in row}
-    assert val[0].name not in used and val[1].name not in used
+    used = {img["bytes"] for row in iter_rows(tmp_path / "out", "vh_single_8k", columns=["images"])
+            for img in row["images"]}
+    assert val[0].read_bytes() not in used and (coco_mini / "val2017" / val[1].name).read_bytes() not in used

@@ -69,25 +69,43 @@ def test_configs_are_added_and_replaced(tmp_path):
     assert readme.count("config_name: a_8k") == 2  # one configs entry, one dataset_info entry
 
 
-def test_a_failing_build_leaves_the_previous_config_intact(tmp_path):
+@pytest.mark.parametrize("layout", ["files", "embedded"])
+def test_a_failing_build_leaves_the_previous_config_intact(tmp_path, layout):
     refs = _images(ImageStore(tmp_path / "s"), 3)
     out = tmp_path / "out"
-    write_config(out, "a_8k", _rows(refs, 2, 1))
+    write_config(out, "a_8k", _rows(refs, 2, 1), layout=layout)
 
     def broken():
         yield from _rows(refs, 3, 1)
         raise RuntimeError("source died")
 
     with pytest.raises(RuntimeError):
-        write_config(out, "a_8k", broken(), row_group_bytes=1)
+        write_config(out, "a_8k", broken(), row_group_bytes=1, row_group_rows=1, layout=layout)
     assert datasets.load_dataset(str(out), "a_8k", split="test").num_rows == 2
-    assert sorted(p.name for p in (out / "data").iterdir()) == ["a_8k"]  # no partial folder left
+    if layout == "embedded":
+        assert sorted(p.name for p in (out / "data").iterdir()) == ["a_8k"]  # no partial folder left
+    else:  # no partial metadata left, and nothing but the complete config's metadata at the root
+        assert sorted(p.name for p in out.iterdir() if p.is_file()) == ["README.md", "a_8k.metadata.parquet"]
+
+
+def test_files_layout_is_byte_identical_across_builds(tmp_path):
+    refs = _images(ImageStore(tmp_path / "s"), 6)
+    first = write_config(tmp_path / "o1", "t_8k", _rows(refs, 12, 3), row_group_rows=5)
+    second = write_config(tmp_path / "o2", "t_8k", _rows(refs, 12, 3), row_group_rows=5)
+    assert first.fingerprint == second.fingerprint and first.num_row_groups == 3
+    for folder in ("o1", "o2"):
+        assert (tmp_path / folder / "t_8k.metadata.parquet").read_bytes() == \
+            (tmp_path / "o1" / "t_8k.metadata.parquet").read_bytes()
+    files = sorted(p.relative_to(tmp_path / "o1").as_posix() for p in (tmp_path / "o1" / "images").rglob("*"))
+    assert files == sorted(p.relative_to(tmp_path / "o2").as_posix() for p in (tmp_path / "o2" / "images").rglob("*"))
 
 
 def test_shards_split_and_are_byte_identical_across_builds(tmp_path):
     refs = _images(ImageStore(tmp_path / "s"), 6)
-    first = write_config(tmp_path / "o1", "t_8k", _rows(refs, 12, 3), row_group_bytes=1, shard_bytes=1)
-    second = write_config(tmp_path / "o2", "t_8k", _rows(refs, 12, 3), row_group_bytes=1, shard_bytes=1)
+    first = write_config(tmp_path / "o1", "t_8k", _rows(refs, 12, 3), row_group_bytes=1, shard_bytes=1,
+                         layout="embedded")
+    second = write_config(tmp_path / "o2", "t_8k", _rows(refs, 12, 3), row_group_bytes=1, shard_bytes=1,
+                          layout="embedded")
     # a row group holds two rows even over budget (datasets buffers one-row tables), a shard one group
     assert first.num_shards == first.num_row_groups == 6 and first.fingerprint == second.fingerprint
     names = sorted(p.name for p in (tmp_path / "o1" / "data" / "t_8k").iterdir())
@@ -113,14 +131,15 @@ def test_decoded_bytes_bound_row_groups_and_dictionaries_only_where_they_pay(tmp
     refs = _images(ImageStore(tmp_path / "s"), 12)
     sizes = [os.path.getsize(r.path) for r in refs]
     # 8 slots per row over 5 distinct images (rows share them): the dictionary pays
-    shared = write_config(tmp_path / "o", "shared_8k", _rows(refs[:5], 20, 8), row_group_bytes=sum(sizes[:5]) * 4)
+    shared = write_config(tmp_path / "o", "shared_8k", _rows(refs[:5], 20, 8), row_group_bytes=sum(sizes[:5]) * 4,
+                          layout="embedded")
     decoded = sum(sizes[(r + j) % 5] for r in range(20) for j in range(8))
     assert shared.image_bytes_decoded == decoded and shared.image_bytes_unique == sum(sizes[:5])
     assert shared.num_row_groups == 20 // 2 and shared.row_group_decoded_max <= sum(sizes[:5]) * 4
     assert _image_bytes_encodings(tmp_path / "o", "shared_8k") == {True}
     # one image per row, none repeated: written plain, a reader holds no dictionary beside the values
     distinct = ({**row, "id": f"d{i}", "images": [refs[i]]} for i, row in enumerate(_rows(refs, 12, 1)))
-    plain = write_config(tmp_path / "o", "distinct_8k", distinct)
+    plain = write_config(tmp_path / "o", "distinct_8k", distinct, layout="embedded")
     assert plain.image_bytes_decoded == plain.image_bytes_unique == sum(sizes)
     assert _image_bytes_encodings(tmp_path / "o", "distinct_8k") == {False}
     for config, stats in (("shared_8k", shared), ("distinct_8k", plain)):

@@ -40,7 +40,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "(as `mmlb fetch --config ...`; parts already there are kept)")
     parser.add_argument("--force", action="store_true", help="with --all: rebuild configs already complete")
     parser.add_argument("--shard-size", default=None, metavar="SIZE",
-                        help="start a new parquet shard after SIZE bytes (e.g. 500MB; default 1GB)")
+                        help="with --layout embedded: start a new parquet shard after SIZE bytes "
+                             "(e.g. 500MB; default 1GB)")
+    parser.add_argument("--layout", choices=["files", "embedded"], default="files",
+                        help="files (default): <config>.metadata.parquet + one copy of each image under "
+                             "images/<family>/, shared by every config; embedded: images inside the "
+                             "parquet rows (small self-contained configs)")
     parser.add_argument("--source", action="append", type=key_value, default=[], metavar="KEY=PATH",
                         help="a source release folder, e.g. coco=/data/coco2017 (repeatable; "
                              "`mmlb list --sources` shows the keys)")
@@ -91,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     store_root = f"{args.cache_dir}/store" if args.cache_dir else None
     common = dict(seed=args.seed, limit=args.limit, options=options, store_root=store_root,
                   tokenizer=args.tokenizer, progress=not args.no_progress, num_proc=args.num_proc,
-                  shard_bytes=parse_size(args.shard_size) if args.shard_size else None,
+                  shard_bytes=parse_size(args.shard_size) if args.shard_size else None, layout=args.layout,
                   **({"executor": "ray", "ray_address": args.ray_address} if args.executor == "ray" else {}))
     if not args.all and not args.configs:
         print("error: name configs to build, or use --all (see `mmlb list`)", file=sys.stderr)

@@ -86,7 +86,8 @@ def load_examples(data_dir: str | Path, config: str) -> list[dict]:
     """
     import datasets
 
-    ds = datasets.load_dataset(str(data_dir), config, split="test", streaming=True)
+    # decode(False): streaming from the Hub would otherwise fetch and decode every image first
+    ds = datasets.load_dataset(str(data_dir), config, split="test", streaming=True).decode(False)
     names = ds.column_names or list(ds.features or [])
     ds = ds.select_columns([c for c in names if c in EXAMPLE_COLUMNS])
     return [dict(row) for row in ds]

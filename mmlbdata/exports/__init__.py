@@ -15,7 +15,7 @@ from typing import Iterator, Optional, Sequence
 import pyarrow.parquet as pq
 
 from ..paths import resolve_inside
-from ..stats import configs_in, shard_files
+from ..stats import IMAGE_FILES_COLUMN, configs_in, is_files_layout, shard_files
 from ..tokens import IMAGE_PLACEHOLDER
 from ..writer import read_manifest
 
@@ -24,13 +24,27 @@ FORMATS = ("lmms-eval", "vlmevalkit", "mmlongbench")
 
 def iter_rows(folder: Path, config: str, columns: Optional[Sequence[str]] = None,
               batch_size: int = 8) -> Iterator[dict]:
-    """Rows of a built config as plain dicts (images as ``{"bytes", "path"}``), streamed."""
+    """Rows of a built config as plain dicts (images as ``{"bytes", "path"}``), streamed, in
+    either layout (a files-layout image's bytes are read from its file, its path kept relative)."""
     files = shard_files(Path(folder), config)
     if not files:
         raise FileNotFoundError(f"{folder}/data/{config}: no parquet shard")
     for path in files:
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=columns):
-            yield from batch.to_pylist()
+        if not is_files_layout(path):
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=columns):
+                yield from batch.to_pylist()
+            continue
+        wanted = None if columns is None else [IMAGE_FILES_COLUMN if c == "images" else c for c in columns]
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=wanted):
+            for row in batch.to_pylist():
+                if IMAGE_FILES_COLUMN in row:
+                    row["images"] = [_image_file(folder, name) for name in row.pop(IMAGE_FILES_COLUMN)]
+                yield row
+
+
+def _image_file(folder: Path, name: str) -> dict:
+    """A files-layout image as the embedded layout gives it: ``{"bytes", "path"}``."""
+    return {"bytes": resolve_inside(folder, name, what="image path").read_bytes(), "path": name}
 
 
 def split_prompt(prompt: str) -> list[str]:

@@ -79,8 +79,10 @@ def image_bytes(image) -> bytes:
     if isinstance(image, dict):
         if image.get("bytes"):
             return image["bytes"]
-        if image.get("path"):
-            with open(image["path"], "rb") as f:
+        if image.get("path"):  # a files-layout image: a local path, or hf://... when streamed from the Hub
+            from datasets.utils.file_utils import xopen
+
+            with xopen(image["path"], "rb") as f:
                 return f.read()
     if isinstance(image, str):
         with open(image, "rb") as f:

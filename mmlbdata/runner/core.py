@@ -106,9 +106,12 @@ def iter_examples(data_dir: str | Path, config: str) -> Iterator[dict]:
 
     ds = datasets.load_dataset(str(data_dir), config, split="test", streaming=True)
     if "images" in (ds.column_names or list(ds.features or [])):
-        ds = ds.cast_column("images", datasets.List(datasets.Image(decode=False)))
-    for row in ds:
-        yield row
+        # decode(False), not cast_column: streaming from the Hub, load_dataset adds a threaded
+        # decoding step that a cast does not undo (the rows would hold PIL images)
+        ds = ds.decode(False)
+    from ..prefetch import with_image_bytes  # files layout: each image a file (a request on the Hub)
+
+    yield from with_image_bytes(ds)
 
 
 def make_request(row: dict, config: str, max_images: int | None, max_new_tokens: int | None,

@@ -81,7 +81,9 @@ def config_shards(data: str | os.PathLike, config: str) -> tuple[list[str], obje
     else:
         from huggingface_hub import HfFileSystem
 
-        files = sorted(HfFileSystem().glob(f"datasets/{data}/data/{config}/test-*.parquet"))
+        hub = HfFileSystem()
+        metadata = f"datasets/{data}/{config}.metadata.parquet"  # the files layout, else embedded shards
+        files = [metadata] if hub.exists(metadata) else sorted(hub.glob(f"datasets/{data}/data/{config}/test-*.parquet"))
         filesystem = _hub_filesystem()
     if not files:
         raise FileNotFoundError(f"{data}: no parquet shards for config {config!r} (data/{config}/test-*.parquet)")
@@ -106,12 +108,18 @@ def pending_ids(files: Sequence[str], filesystem, done: set[str],
     return considered, [i for i in considered if i not in done], shards
 
 
-def _keep_rows(table, config: str, wanted: list[str]):
-    """Ray Data batch function: the rows whose id is pending, tagged with their config."""
+def _keep_rows(table, config: str, wanted: list[str], root: Optional[str] = None):
+    """Ray Data batch function: the rows whose id is pending, tagged with their config; a files-layout
+    config's ``images_file_names`` become ``images`` ({"bytes": None, "path"} under ``root``)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     table = table.filter(pc.is_in(pc.cast(table.column("id"), pa.string()), value_set=pa.array(wanted, pa.string())))
+    if root is not None:
+        names = table.column("images_file_names").to_pylist()
+        images = pa.array([[{"bytes": None, "path": f"{root}/{n}"} for n in row] for row in names],
+                          pa.list_(pa.struct([("bytes", pa.binary()), ("path", pa.string())])))
+        table = table.drop_columns(["images_file_names"]).append_column("images", images)
     return table.append_column("config", pa.array([config] * table.num_rows, pa.string()))
 
 
@@ -202,9 +210,14 @@ def pending_dataset(data, configs: Sequence[str], out: Path, limit: Optional[int
         total += len(wanted)
         # reading is light: a fraction of a CPU, so replicas holding whole CPUs never starve it;
         # shards past the --limit rows are never read (their image bytes are the bulk)
+        files_layout = files[0].endswith(".metadata.parquet")
+        columns = [c + "_file_names" if files_layout and c == "images" else c for c in ROW_COLUMNS]
         ds = ray.data.read_parquet(files[:shards], filesystem=filesystem,
-                                   num_cpus=READ_CPUS).select_columns(ROW_COLUMNS)
-        parts.append(ds.map_batches(_keep_rows, fn_kwargs={"config": config, "wanted": wanted},
+                                   num_cpus=READ_CPUS).select_columns(columns)
+        # files layout: image paths relative to the metadata file's folder (local or hf://)
+        root = (os.path.dirname(files[0]) if filesystem is None else "hf://" + os.path.dirname(files[0])) \
+            if files_layout else None
+        parts.append(ds.map_batches(_keep_rows, fn_kwargs={"config": config, "wanted": wanted, "root": root},
                                     batch_format="pyarrow", batch_size=None, num_cpus=READ_CPUS))
     if not parts:
         return None, 0
