@@ -211,3 +211,16 @@ def test_a_family_of_one_image_is_warned_about(tmp_path, caplog):
     assert "fewer than two images" not in caplog.text
     for config, sizes in (("one_8k", [1, 2]), ("two_8k", [1])):
         assert [len(r["images"]) for r in datasets.load_dataset(str(tmp_path / "out"), config, split="test")] == sizes
+
+
+def test_manifests_do_not_depend_on_the_build_order(tmp_path):
+    """Configs sharing images built in either order give byte-identical manifests (the image files
+    a build added depend on what the folder held before: a fact of the run, not of the config)."""
+    refs = _images(ImageStore(tmp_path / "store"), 5)
+    orders = {"ab": (("toy_8k", A), ("toy_32k", B)), "ba": (("toy_32k", B), ("toy_8k", A))}
+    for name, order in orders.items():
+        for config, pattern in order:
+            store_config(tmp_path / name, config, _rows(refs, pattern), manifest={"family": "toy"})
+    for config in ("toy_8k", "toy_32k"):
+        assert (tmp_path / "ab" / "manifests" / f"{config}.json").read_bytes() == \
+            (tmp_path / "ba" / "manifests" / f"{config}.json").read_bytes()
