@@ -199,6 +199,19 @@ def test_a_config_without_images_loads_beside_image_configs(tmp_path):
         assert [r["id"] for r in rows] == ["r0", "r1"] and [r["images"] for r in rows] == [[], []]
 
 
+def test_a_config_without_images_is_warned_about(tmp_path, caplog):
+    """Its data files are its metadata alone: first in its folder (or alone there), the folder's
+    one builder is parquet and no config of the folder loads, whatever its family's folder holds."""
+    refs = _images(ImageStore(tmp_path / "store"), 5)
+    out = tmp_path / "out"
+    _build(out, "files", refs)
+    with caplog.at_level("WARNING", logger="mmlbdata"):
+        store_config(out, "a_text", _rows([], [[], []]), manifest={"family": "toy"})
+    assert "a_text: no row has an image" in caplog.text
+    with pytest.raises(datasets.exceptions.DatasetGenerationError):  # a_text sorts first: read as parquet
+        datasets.load_dataset(str(out), "toy_8k", split="test")
+
+
 def test_a_family_of_one_image_is_warned_about(tmp_path, caplog):
     """One image file against one metadata parquet is a draw datasets gives to parquet."""
     refs = _images(ImageStore(tmp_path / "store"), 2)
