@@ -237,3 +237,24 @@ def test_manifests_do_not_depend_on_the_build_order(tmp_path):
     for config in ("toy_8k", "toy_32k"):
         assert (tmp_path / "ab" / "manifests" / f"{config}.json").read_bytes() == \
             (tmp_path / "ba" / "manifests" / f"{config}.json").read_bytes()
+
+
+def test_push_refuses_to_mix_layouts_in_one_repo(tmp_path):
+    """The Hub reads a repo with one builder as a folder: a files-layout push beside configs the repo
+    holds embedded (pushed from elsewhere) would leave one of the two unreadable; refused before
+    anything is sent. Replacing every config of the other layout is fine."""
+    from mmlbdata.hub import FolderUploader, push_folder
+
+    refs = _images(ImageStore(tmp_path / "store"), 5)
+    store_config(tmp_path / "emb", "toy_8k", _rows(refs, A), manifest={"family": "toy"}, layout="embedded")
+    store_config(tmp_path / "files", "toy_32k", _rows(refs, B), manifest={"family": "toy"})
+    hub = FolderUploader(tmp_path / "hub")
+    push_folder(tmp_path / "emb", "org/toy", uploader=hub)
+    sent = len(hub.commits)
+    with pytest.raises(ValueError, match="holds 1 config.s. in the embedded layout .toy_8k."):
+        push_folder(tmp_path / "files", "org/toy", uploader=hub)
+    assert len(hub.commits) == sent
+    store_config(tmp_path / "files", "toy_8k", _rows(refs, A), manifest={"family": "toy"})
+    push_folder(tmp_path / "files", "org/toy", uploader=hub)  # both configs now in the files layout
+    for config in ("toy_8k", "toy_32k"):
+        assert datasets.load_dataset(str(hub.repo_dir("org/toy")), config, split="test").num_rows > 0
