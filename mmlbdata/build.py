@@ -161,8 +161,11 @@ def store_config(out_dir: os.PathLike, config: str, rows: Iterable[dict], featur
     try:
         with locks.hold(config_lock_path(out_dir, config), what=f"another build of {config} into {out_dir}"):
             stats = write_config(out_dir, config, rows, features, **writer_options)
-            # wall-clock time stays out of the manifest so that rebuilds give byte-identical manifests
-            content = {**(manifest or {}), "stats": {k: v for k, v in stats.to_dict().items() if k != "seconds"}}
+            # facts of this run (wall-clock time; image files this build added, which depends on what
+            # the folder held before, e.g. on the order configs sharing images were built) stay out
+            # of the manifest so that rebuilds give byte-identical manifests
+            content = {**(manifest or {}), "stats": {k: v for k, v in stats.to_dict().items()
+                                                     if k not in RUN_ONLY_STATS}}
             if report is not None:
                 content["report"] = report.to_dict()
             write_manifest(out_dir, config, content)
@@ -174,6 +177,9 @@ def store_config(out_dir: os.PathLike, config: str, rows: Iterable[dict], featur
         if created:
             remove_if_empty(out_dir)
         raise
+
+
+RUN_ONLY_STATS = ("seconds", "images_written")
 
 
 def _image_group(family: Optional[str]) -> str:

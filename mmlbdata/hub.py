@@ -268,6 +268,7 @@ def _push_files(folder: Path, repo_id: str, names: list[str], uploader: RepoUplo
     plan = PushPlan(repo_id)
     uploader.prepare(repo_id, private=private, revision=revision)
     remote_files = set(uploader.list_files(repo_id, revision=revision))
+    check_one_layout_on_hub(folder, names, remote_files, repo_id)
     for name in names:
         fingerprint = build_fingerprint(folder, name)
         if not force and _remote_fingerprint(uploader, repo_id, name, revision, remote_files) == fingerprint:
@@ -301,6 +302,31 @@ def _push_files(folder: Path, repo_id: str, names: list[str], uploader: RepoUplo
                         num_threads=num_threads)
         plan.files += sorted(card_files)
     return plan
+
+
+def check_one_layout_on_hub(folder: Path, names: list[str], remote_files: set[str], repo_id: str) -> None:
+    """Refuse, before anything is sent, a push that would leave the repo holding configs in both
+    layouts: ``datasets`` reads every config of a repo with one builder (inferred from its first
+    config's files), so the configs of the other layout would no longer load (the writer refuses
+    the same mix in a folder)."""
+    layouts = {}  # config -> layout, as the repo will hold it after this push
+    for path in remote_files:
+        parts = path.split("/")
+        if len(parts) == 3 and parts[0] == "data" and parts[2].startswith(f"{SPLIT}-"):
+            layouts[parts[1]] = "embedded"
+        elif len(parts) == 1 and path.endswith(".metadata.parquet"):
+            layouts[path[:-len(".metadata.parquet")]] = "files"
+    for name in names:
+        files = shard_files(folder, name)
+        layouts[name] = "files" if files and is_files_layout(files[0]) else "embedded"
+    mine = {layouts[name] for name in names}
+    others = sorted(name for name, layout in layouts.items() if layout not in mine)
+    if len(mine) == 1 and others:
+        other = "embedded" if mine == {"files"} else "files"
+        raise ValueError(f"{repo_id} holds {len(others)} config(s) in the {other} layout ({', '.join(others[:3])}"
+                         f"{' ...' if len(others) > 3 else ''}), this push sends the {mine.pop()} layout; datasets "
+                         "reads one layout per repository: rebuild and push those configs in this layout, or push "
+                         "to another repository")
 
 
 def _config_payload(folder: Path, name: str, uploader: RepoUploader, repo_id: str, revision: Optional[str],

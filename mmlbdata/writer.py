@@ -498,7 +498,13 @@ class FilesConfigWriter:
         """Finish the metadata file and rename it into place: from now on the config exists."""
         self._flush()
         self._writer.close()
-        if not self._reads_as_image_folder():
+        if not self._placed:
+            logger.warning("%s: no row has an image, so its data files are its metadata alone; datasets infers "
+                           "one builder for a whole folder from its first config's files (configs sorted by "
+                           "name), so a folder whose first config this is, or that holds no image config, does "
+                           "not load as an image folder: build text-only configs into a folder of their own "
+                           "with --layout embedded", self.config)
+        elif not self._reads_as_image_folder():
             logger.warning("%s: %s holds fewer than two images of one kind; datasets infers one builder for "
                            "a whole folder from its first config's files, a draw going to parquet, so a folder "
                            "whose first config this is will not load as an image folder until the family has "

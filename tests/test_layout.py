@@ -199,6 +199,19 @@ def test_a_config_without_images_loads_beside_image_configs(tmp_path):
         assert [r["id"] for r in rows] == ["r0", "r1"] and [r["images"] for r in rows] == [[], []]
 
 
+def test_a_config_without_images_is_warned_about(tmp_path, caplog):
+    """Its data files are its metadata alone: first in its folder (or alone there), the folder's
+    one builder is parquet and no config of the folder loads, whatever its family's folder holds."""
+    refs = _images(ImageStore(tmp_path / "store"), 5)
+    out = tmp_path / "out"
+    _build(out, "files", refs)
+    with caplog.at_level("WARNING", logger="mmlbdata"):
+        store_config(out, "a_text", _rows([], [[], []]), manifest={"family": "toy"})
+    assert "a_text: no row has an image" in caplog.text
+    with pytest.raises(datasets.exceptions.DatasetGenerationError):  # a_text sorts first: read as parquet
+        datasets.load_dataset(str(out), "toy_8k", split="test")
+
+
 def test_a_family_of_one_image_is_warned_about(tmp_path, caplog):
     """One image file against one metadata parquet is a draw datasets gives to parquet."""
     refs = _images(ImageStore(tmp_path / "store"), 2)
@@ -211,3 +224,37 @@ def test_a_family_of_one_image_is_warned_about(tmp_path, caplog):
     assert "fewer than two images" not in caplog.text
     for config, sizes in (("one_8k", [1, 2]), ("two_8k", [1])):
         assert [len(r["images"]) for r in datasets.load_dataset(str(tmp_path / "out"), config, split="test")] == sizes
+
+
+def test_manifests_do_not_depend_on_the_build_order(tmp_path):
+    """Configs sharing images built in either order give byte-identical manifests (the image files
+    a build added depend on what the folder held before: a fact of the run, not of the config)."""
+    refs = _images(ImageStore(tmp_path / "store"), 5)
+    orders = {"ab": (("toy_8k", A), ("toy_32k", B)), "ba": (("toy_32k", B), ("toy_8k", A))}
+    for name, order in orders.items():
+        for config, pattern in order:
+            store_config(tmp_path / name, config, _rows(refs, pattern), manifest={"family": "toy"})
+    for config in ("toy_8k", "toy_32k"):
+        assert (tmp_path / "ab" / "manifests" / f"{config}.json").read_bytes() == \
+            (tmp_path / "ba" / "manifests" / f"{config}.json").read_bytes()
+
+
+def test_push_refuses_to_mix_layouts_in_one_repo(tmp_path):
+    """The Hub reads a repo with one builder as a folder: a files-layout push beside configs the repo
+    holds embedded (pushed from elsewhere) would leave one of the two unreadable; refused before
+    anything is sent. Replacing every config of the other layout is fine."""
+    from mmlbdata.hub import FolderUploader, push_folder
+
+    refs = _images(ImageStore(tmp_path / "store"), 5)
+    store_config(tmp_path / "emb", "toy_8k", _rows(refs, A), manifest={"family": "toy"}, layout="embedded")
+    store_config(tmp_path / "files", "toy_32k", _rows(refs, B), manifest={"family": "toy"})
+    hub = FolderUploader(tmp_path / "hub")
+    push_folder(tmp_path / "emb", "org/toy", uploader=hub)
+    sent = len(hub.commits)
+    with pytest.raises(ValueError, match="holds 1 config.s. in the embedded layout .toy_8k."):
+        push_folder(tmp_path / "files", "org/toy", uploader=hub)
+    assert len(hub.commits) == sent
+    store_config(tmp_path / "files", "toy_8k", _rows(refs, A), manifest={"family": "toy"})
+    push_folder(tmp_path / "files", "org/toy", uploader=hub)  # both configs now in the files layout
+    for config in ("toy_8k", "toy_32k"):
+        assert datasets.load_dataset(str(hub.repo_dir("org/toy")), config, split="test").num_rows > 0
