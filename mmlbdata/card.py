@@ -98,7 +98,20 @@ def config_image_dirs(folder: os.PathLike, config: str) -> Optional[list[str]]:
 
 def _upsert(entries: list[dict], entry: dict) -> list[dict]:
     kept = [e for e in entries if e.get("config_name") != entry["config_name"]]
-    return sorted(kept + [entry], key=lambda e: e["config_name"])
+    return sorted(kept + [entry], key=_listing_order)
+
+
+def _listing_order(entry: dict) -> tuple[bool, str]:
+    """Configs whose data files name images first, then by name.
+
+    ``datasets`` picks one builder for a whole folder from the data files of the first config
+    listed. A files-layout config without images names its metadata file alone, so listed first it
+    would make the folder plain parquet and no image config would load; listed after an image
+    config it loads through the image builder like the others, with ``images: []``. (``dataset_info``
+    entries carry no data files and simply follow names.)"""
+    names_images = any(len(split.get("path", [])) > 1 and isinstance(split.get("path"), list)
+                       for split in entry.get("data_files", []) if isinstance(split, dict))
+    return (not names_images, entry.get("config_name", ""))
 
 
 def update_readme(out_dir: os.PathLike, config: str, features: Features, stats: ConfigStats) -> Path:

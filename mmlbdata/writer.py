@@ -499,11 +499,10 @@ class FilesConfigWriter:
         self._flush()
         self._writer.close()
         if not self._placed:
-            logger.warning("%s: no row has an image, so its data files are its metadata alone; datasets infers "
-                           "one builder for a whole folder from its first config's files (configs sorted by "
-                           "name), so a folder whose first config this is, or that holds no image config, does "
-                           "not load as an image folder: build text-only configs into a folder of their own "
-                           "with --layout embedded", self.config)
+            logger.warning("%s: no row has an image, so its data files are its metadata alone; it loads beside "
+                           "image configs (the README lists those first), but a folder holding no image config "
+                           "loads as plain parquet (an images_file_names column): build text-only configs "
+                           "with image configs, or into a folder of their own with --layout embedded", self.config)
         elif not self._reads_as_image_folder():
             logger.warning("%s: %s holds fewer than two images of one kind; datasets infers one builder for "
                            "a whole folder from its first config's files, a draw going to parquet, so a folder "
