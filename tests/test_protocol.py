@@ -395,3 +395,23 @@ def test_lmms_eval_hooks_follow_mmlb_protocol(monkeypatch):
         monkeypatch.setenv("MMLB_PROTOCOL", protocol)
         metric = hooks.get_metric("docqa", ("mmlongdoc", 8192))
         assert metric.protocol.name == protocol and metric.score("Answer:\n2019", example).score == score
+
+
+def test_eval_flags_a_build_of_the_other_protocol(tmp_path):
+    """A config built under v1.0 (page ids: data.py @26197d2 L439) scored under v1.1 (parse_output
+    to the end, utils.py @22b9f27 L125-126; the judge) follows neither commit: the report says so
+    and names the flag that matches the build; the same protocol raises nothing."""
+    from mmlbdata.evaluation.evaluate import evaluate
+    from mmlbdata.evaluation.report import render
+    from mmlbdata.writer import write_manifest
+
+    rows = [{"id": "a", "dataset": "mmlongdoc", "length": 8192, "num_tokens": 10, "prompt": "p", "images": [],
+             "question": "q", "answers": ["2019"], "metric": "docqa", "meta": json.dumps({"answer_format": "Integer"})}]
+    data = write_built(tmp_path / "built", {"mmlongdoc_8k": rows})
+    write_manifest(data, "mmlongdoc_8k", {"config": "mmlongdoc_8k", "protocol": "v1.0"})
+    preds = tmp_path / "p.jsonl"
+    preds.write_text(json.dumps({"id": "a", "config": "mmlongdoc_8k", "prediction": "2019"}) + "\n")
+    report = evaluate(preds, data)
+    assert report["configs"]["mmlongdoc_8k"]["problems"]["protocol_mismatch"] == {"built": "v1.0", "scored": "v1.1"}
+    assert "built under MMLongBench protocol v1.0, scored under v1.1" in render(report)
+    assert "protocol_mismatch" not in evaluate(preds, data, protocol="v1.0")["configs"]["mmlongdoc_8k"]["problems"]
