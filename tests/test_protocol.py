@@ -415,3 +415,26 @@ def test_eval_flags_a_build_of_the_other_protocol(tmp_path):
     assert report["configs"]["mmlongdoc_8k"]["problems"]["protocol_mismatch"] == {"built": "v1.0", "scored": "v1.1"}
     assert "built under MMLongBench protocol v1.0, scored under v1.1" in render(report)
     assert "protocol_mismatch" not in evaluate(preds, data, protocol="v1.0")["configs"]["mmlongdoc_8k"]["problems"]
+
+
+def test_judge_reads_the_first_gold_and_the_parsed_text_in_both_modes(prompt_file):
+    """utils.py @22b9f27 L440: one reference (data.py L534 ``example["answer"]``) and the parsed
+    prediction (L535) go to the judge; the default sends the same ``answers[0]`` and the text after
+    the model's own prefix, not a max over golds or over raw/parsed text: the deviations rows say so."""
+    from mmlbdata.evaluation.deviations import DEVIATIONS
+
+    sent = []
+
+    def responder(body):
+        sent.append(body["messages"][0]["content"])
+        return "[Score]: 1 point"
+
+    example = {"id": "g", "dataset": "mmlongdoc", "question": "Q?", "answers": ["first", "second"],
+               "meta": {"answer_format": "String", "doc_name": "d"}}
+    with FakeOpenAI(responder) as server:
+        judge = JudgeClient(model="j", base_url=server.base_url, api_key="k")
+        get_metric("docqa", judge=judge, judge_prompts=prompt_file).score("Let me think. Answer: second", example)
+    assert sent[-1].endswith("<Standard Answer>: first\n<Student Answer>: second\n")
+    rows = {d.input: d.default for d in DEVIATIONS if d.metric == "docqa"}
+    assert "v1.1 judge is sent `answers[0]` in both modes" in rows["several gold answers"]
+    assert any("judge: it reads the text after the model's own first prefix only" in v for v in rows.values())
