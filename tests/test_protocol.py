@@ -438,3 +438,23 @@ def test_judge_reads_the_first_gold_and_the_parsed_text_in_both_modes(prompt_fil
     rows = {d.input: d.default for d in DEVIATIONS if d.metric == "docqa"}
     assert "v1.1 judge is sent `answers[0]` in both modes" in rows["several gold answers"]
     assert any("judge: it reads the text after the model's own first prefix only" in v for v in rows.values())
+
+
+def test_lmms_eval_hooks_leave_out_what_mmlb_eval_leaves_out(monkeypatch):
+    """eval_api_batch.py @22b9f27 L114 / @26197d2 L115 average only results whose parsed_output is
+    not "": "" beside a right answer is 1.0 for sub_em as for docqa under MMLB_PARITY=official (the
+    hooks' plain mean used to count it, 0.5, while docqa's own aggregate left it out); the default
+    counts it (0.5) for both."""
+    from mmlbdata.exports import lmms_eval_hooks as hooks
+
+    docs = {"docqa": ("2019", {"answer_format": "Integer"}), "sub_em": ("Paris", {})}
+    for parity, expected in (("official", 1.0), ("default", 0.5)):
+        monkeypatch.setenv("MMLB_PARITY", parity)
+        for metric, (gold, meta) in docs.items():
+            doc = {"id": "a", "dataset": "mmlongdoc", "length": 8192, "answers": [gold], "metric": metric,
+                   "meta": json.dumps(meta)}
+            items = [hooks.process_results(doc, [gold])["mmlb_score"],
+                     hooks.process_results({**doc, "id": "b"}, [""])["mmlb_score"]]
+            assert hooks.aggregate(items) == expected, (parity, metric)
+            if parity == "official":  # one counted item: no spread, in a resample or analytically
+                assert hooks.aggregate_stderr(items) == 0.0, metric
