@@ -43,6 +43,21 @@ def test_permanent_failure_is_counted_not_raised(tmp_path):
         assert judge.usage.failures == 1 and len(server.requests) == 1  # 400 is not retried
 
 
+def test_a_lone_surrogate_in_a_reply_or_a_prompt_does_not_stop_the_eval(tmp_path):
+    """A judge reply may hold a lone surrogate (JSON's "\\ud800" decodes to one): the official
+    runner keeps such a reply (utils.py @22b9f27 L452 reads it, eval_api_batch.py L123 writes it
+    with ``json.dumps``' ASCII escapes). The cache writes and reads it back the same, and a prompt
+    holding one (a prediction) is a failed call, counted, not an exception."""
+    reply = "[Score]: 1 point \ud800"
+    cache = tmp_path / "cache.jsonl"
+    with FakeOpenAI(lambda body: reply) as server:
+        judge = JudgeClient(model="m", base_url=server.base_url, api_key="k", cache_path=cache)
+        assert judge.complete_many(["q"], max_tokens=256, temperature=None) == [reply]
+        again = JudgeClient(model="m", base_url=server.base_url, api_key="k", cache_path=cache)
+        assert again.complete("q", max_tokens=256, temperature=None) == reply and again.usage.cache_hits == 1
+        assert judge.complete_many(["pred \ud800"], max_tokens=256) == [None] and judge.usage.failures == 1
+
+
 def test_summ_prompts_verbatim_and_filled():
     fl = load_prompt("summ_fluency_govreport")
     assert fl.startswith("Please act as an impartial judge and evaluate the fluency")

@@ -395,3 +395,66 @@ def test_lmms_eval_hooks_follow_mmlb_protocol(monkeypatch):
         monkeypatch.setenv("MMLB_PROTOCOL", protocol)
         metric = hooks.get_metric("docqa", ("mmlongdoc", 8192))
         assert metric.protocol.name == protocol and metric.score("Answer:\n2019", example).score == score
+
+
+def test_eval_flags_a_build_of_the_other_protocol(tmp_path):
+    """A config built under v1.0 (page ids: data.py @26197d2 L439) scored under v1.1 (parse_output
+    to the end, utils.py @22b9f27 L125-126; the judge) follows neither commit: the report says so
+    and names the flag that matches the build; the same protocol raises nothing."""
+    from mmlbdata.evaluation.evaluate import evaluate
+    from mmlbdata.evaluation.report import render
+    from mmlbdata.writer import write_manifest
+
+    rows = [{"id": "a", "dataset": "mmlongdoc", "length": 8192, "num_tokens": 10, "prompt": "p", "images": [],
+             "question": "q", "answers": ["2019"], "metric": "docqa", "meta": json.dumps({"answer_format": "Integer"})}]
+    data = write_built(tmp_path / "built", {"mmlongdoc_8k": rows})
+    write_manifest(data, "mmlongdoc_8k", {"config": "mmlongdoc_8k", "protocol": "v1.0"})
+    preds = tmp_path / "p.jsonl"
+    preds.write_text(json.dumps({"id": "a", "config": "mmlongdoc_8k", "prediction": "2019"}) + "\n")
+    report = evaluate(preds, data)
+    assert report["configs"]["mmlongdoc_8k"]["problems"]["protocol_mismatch"] == {"built": "v1.0", "scored": "v1.1"}
+    assert "built under MMLongBench protocol v1.0, scored under v1.1" in render(report)
+    assert "protocol_mismatch" not in evaluate(preds, data, protocol="v1.0")["configs"]["mmlongdoc_8k"]["problems"]
+
+
+def test_judge_reads_the_first_gold_and_the_parsed_text_in_both_modes(prompt_file):
+    """utils.py @22b9f27 L440: one reference (data.py L534 ``example["answer"]``) and the parsed
+    prediction (L535) go to the judge; the default sends the same ``answers[0]`` and the text after
+    the model's own prefix, not a max over golds or over raw/parsed text: the deviations rows say so."""
+    from mmlbdata.evaluation.deviations import DEVIATIONS
+
+    sent = []
+
+    def responder(body):
+        sent.append(body["messages"][0]["content"])
+        return "[Score]: 1 point"
+
+    example = {"id": "g", "dataset": "mmlongdoc", "question": "Q?", "answers": ["first", "second"],
+               "meta": {"answer_format": "String", "doc_name": "d"}}
+    with FakeOpenAI(responder) as server:
+        judge = JudgeClient(model="j", base_url=server.base_url, api_key="k")
+        get_metric("docqa", judge=judge, judge_prompts=prompt_file).score("Let me think. Answer: second", example)
+    assert sent[-1].endswith("<Standard Answer>: first\n<Student Answer>: second\n")
+    rows = {d.input: d.default for d in DEVIATIONS if d.metric == "docqa"}
+    assert "v1.1 judge is sent `answers[0]` in both modes" in rows["several gold answers"]
+    assert any("judge: it reads the text after the model's own first prefix only" in v for v in rows.values())
+
+
+def test_lmms_eval_hooks_leave_out_what_mmlb_eval_leaves_out(monkeypatch):
+    """eval_api_batch.py @22b9f27 L114 / @26197d2 L115 average only results whose parsed_output is
+    not "": "" beside a right answer is 1.0 for sub_em as for docqa under MMLB_PARITY=official (the
+    hooks' plain mean used to count it, 0.5, while docqa's own aggregate left it out); the default
+    counts it (0.5) for both."""
+    from mmlbdata.exports import lmms_eval_hooks as hooks
+
+    docs = {"docqa": ("2019", {"answer_format": "Integer"}), "sub_em": ("Paris", {})}
+    for parity, expected in (("official", 1.0), ("default", 0.5)):
+        monkeypatch.setenv("MMLB_PARITY", parity)
+        for metric, (gold, meta) in docs.items():
+            doc = {"id": "a", "dataset": "mmlongdoc", "length": 8192, "answers": [gold], "metric": metric,
+                   "meta": json.dumps(meta)}
+            items = [hooks.process_results(doc, [gold])["mmlb_score"],
+                     hooks.process_results({**doc, "id": "b"}, [""])["mmlb_score"]]
+            assert hooks.aggregate(items) == expected, (parity, metric)
+            if parity == "official":  # one counted item: no spread, in a resample or analytically
+                assert hooks.aggregate_stderr(items) == 0.0, metric

@@ -67,13 +67,15 @@ DEVIATIONS: tuple[Deviation, ...] = (
       "rougeLsum of the candidate with the best rougeL", "both numbers describe one summary"),
     D("docqa", "output with text before its answer (`Let me think. Answer: Paris`)", "only `parse_output`'s "
       "text is scored, which on the runner's `Answer:` + output is the whole output (v1.0: its first line); no "
-      "raw-text score beside it", "max of the raw output and the text after the model's own first prefix",
+      "raw-text score beside it", "max of the raw output and the text after the model's own first prefix "
+      "(the v1.1 judge: it reads the text after the model's own first prefix only)",
       "as every other MMLongBench metric does"),
     D("docqa", "Integer or Float gold that is not a number (`ten`)", "`float(gt)` raises (0 in parity mode)",
       "scored by the String rules", "a mislabelled format should not void a question"),
     D("docqa", "List gold that is not a list literal (`paris`)", "`json.loads` raises (0 in parity mode)",
       "scored as a one-item list", "a single answer is a list of one"),
-    D("docqa", "several gold answers", "only `answers[0]` is scored", "the best over all golds",
+    D("docqa", "several gold answers", "only `answers[0]` is scored", "the best over all golds (the rules; "
+      "the v1.1 judge is sent `answers[0]` in both modes)",
       "every gold is a right answer"),
     D("docqa", "unknown `answer_format`", "KeyError (0 in parity mode)", "String rules",
       "a format spelling should not void a question"),

@@ -196,6 +196,18 @@ def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_o
     }
 
 
+def built_protocol(data_dir: str | Path, config: str) -> str | None:
+    """The MMLongBench protocol a local build of ``config`` recorded in its manifest (None: not
+    recorded, not a local folder, or an unreadable manifest)."""
+    from ..writer import read_manifest
+
+    try:
+        protocol = (read_manifest(data_dir, config) or {}).get("protocol") if Path(data_dir).is_dir() else None
+    except (OSError, ValueError, AttributeError):
+        return None
+    return str(protocol) if protocol else None
+
+
 def evaluate(predictions_path: str | Path, data_dir: str | Path, configs: list[str] | None = None,
              metric_options: dict | None = None, parity: str = "default", protocol: str | None = None) -> dict:
     """Score every requested config (default: the configs named in the predictions).
@@ -230,6 +242,9 @@ def evaluate(predictions_path: str | Path, data_dir: str | Path, configs: list[s
     for config in configs:
         examples = load_examples(data_dir, config)
         result = evaluate_config(examples, preds.for_config(config), metric_options)
+        built = built_protocol(data_dir, config)
+        if built is not None and built != chosen.name:  # prompts of one protocol, scoring of the other
+            result["problems"]["protocol_mismatch"] = {"built": built, "scored": chosen.name}
         report["configs"][config] = result
         datasets_of = {str(e["id"]): str(e.get("dataset")) for e in examples}
         for row in result["examples"]:

@@ -45,7 +45,9 @@ def _messages(request: Request) -> list[dict]:
 def cache_key(model: str, messages: list[dict], params: dict) -> str:
     """sha256 of (model, prompt messages, sampling params) in canonical JSON."""
     blob = json.dumps([model, messages, params], sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    # surrogatepass: a prompt holding a lone surrogate (from a prediction) still has a key; every
+    # other text hashes as before
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class JudgeCache:
@@ -73,8 +75,10 @@ class JudgeCache:
             self._data[key] = row
             if self.path:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
+                # ASCII escapes: a reply with a lone surrogate (JSON allows "\ud800") is still
+                # written and read back as it came, where UTF-8 text would refuse to encode it
                 with self.path.open("a", encoding="utf-8") as f:
-                    f.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    f.write(json.dumps(row) + "\n")
 
 
 class JudgeClient:

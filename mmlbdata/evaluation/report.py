@@ -52,6 +52,10 @@ def render(report: dict) -> str:
         for key, table in res["groups"].items():
             out.append(format_table([key, "n", "score %"], [[k, v["n"], v["score"]] for k, v in table.items()]))
         problems = res["problems"]
+        mismatch = problems.get("protocol_mismatch")
+        if mismatch:
+            out.append(f"WARNING: built under MMLongBench protocol {mismatch['built']}, scored under "
+                       f"{mismatch['scored']}: the score follows neither (pass --protocol {mismatch['built']})")
         if problems["unknown_ids"] or problems["missing_predictions"]:
             out.append(f"unknown ids: {len(problems['unknown_ids'])} {problems['unknown_ids'][:5]}; "
                        f"examples without prediction: {problems['missing_predictions']}")

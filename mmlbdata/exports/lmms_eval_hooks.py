@@ -13,8 +13,9 @@ the per-example scores, else a seeded bootstrap of the metric's own aggregate.
 
 ``MMLB_PARITY=official`` in the environment makes the hooks score as the benchmark's official code
 does (the same switch as ``mmlb eval --parity official``); ``MMLB_PROTOCOL=v1.0`` picks MMLongBench's
-paper protocol instead of v1.1 (``mmlb eval --protocol``; no judge here: document QA by the rules,
-and every example counts in the mean, as lmms-eval averages what ``process_results`` returns).
+paper protocol instead of v1.1 (``mmlb eval --protocol``; no judge here: document QA by the rules).
+In parity mode an example the official API runners leave out (empty parsed output, marked
+``extra.left_out``) is left out of the mean and its standard error, as ``mmlb eval`` does.
 """
 from __future__ import annotations
 
@@ -141,6 +142,12 @@ def _metric_aggregate(metric: Any, items: list[dict]) -> float:
     return float(metric.aggregate(results, [i["example"] for i in items])["score"])
 
 
+def _counted(items: list[dict]) -> list[dict]:
+    """The items a mean averages: parity mode's ``extra.left_out`` ones are not (``Metric.aggregate``
+    and ``mmlb eval`` skip them too)."""
+    return [i for i in items if not (i.get("extra") or {}).get("left_out")]
+
+
 def aggregate(items: list[dict]) -> float:
     """The metric's own aggregate (some are corpus-level), or the mean over mixed metrics."""
     if not items:
@@ -148,7 +155,8 @@ def aggregate(items: list[dict]) -> float:
     metric = _own_aggregate(items)
     if metric is not None:
         return _metric_aggregate(metric, items)
-    return sum(i["score"] for i in items) / len(items)
+    counted = _counted(items)
+    return sum(i["score"] for i in counted) / len(counted) if counted else 0.0
 
 
 def _sample_stddev(values: list[float]) -> float:
@@ -158,6 +166,7 @@ def _sample_stddev(values: list[float]) -> float:
 
 def aggregate_stderr(items: list[dict]) -> float:
     """Standard error of :func:`aggregate` over ``items`` (0 for fewer than two items)."""
+    items = _counted(items)  # a left-out item is in no aggregate, so in no resample either
     if len(items) < 2:
         return 0.0
     metric = _own_aggregate(items)
