@@ -277,6 +277,25 @@ def test_summ_judge_reads_the_runner_text_officially(dataset):
     assert not any("Summary:  x" in r for r in sent["default"])
 
 
+def test_summ_judge_leaves_empty_summaries_out_officially():
+    """eval_api_batch.py @22b9f27 L113-120 appends metrics only `if result_dict["parsed_output"] != ""`
+    and L166 saves `"data": [r for r in results if r["parsed_output"] != ""]`; eval_gpt4_summ.py L342
+    judges `results["data"]`: an empty summary ("Summary:" + "" parses to "") is never sent to the
+    judge nor averaged. The default judges it and counts it."""
+    example = {"id": "s", "dataset": "govreport", "answers": ["expert"], "meta": {"keypoints": ["a"]}}
+    replies = ['{"fluency": 1}', '{"recall": 1}', '{"precision": 1, "sentence_count": 1}']
+    judge = RecordingJudge(replies * 2)
+    metric = get_metric("summ_judge", parity="official", judge=judge)
+    results = metric.score_many(["a summary", "  "], [example, example])
+    assert len(judge.requests) == 3 and results[1].extra["left_out"] and not results[1].extra["no_keypoints"]
+    agg = metric.aggregate(results, [example, example])
+    assert agg["score"] == 1.0 and agg["left_out"] == 1 and agg["n_scored"] == 1
+    judge = RecordingJudge(replies * 2)
+    default = get_metric("summ_judge", parity="default", judge=judge)
+    results = default.score_many(["a summary", "  "], [example, example])
+    assert len(judge.requests) == 6 and "left_out" not in results[1].extra
+
+
 # --- the runner's text: system_template + output ----------------------------------------------------
 # eval.py L73-74, eval_api.py L91-92, eval_api_batch.py L83-84 (the same at 26197d2 and 22b9f27):
 # `prepend_text = data["system_template"].format(**test_item); output["output"] = prepend_text + output["output"]`,

@@ -89,9 +89,10 @@ DEVIATIONS: tuple[Deviation, ...] = (
       "runner's text reads the output's first line only (`Let me think.`; `\"\"`)", "the parsed candidate is everything after the "
       "prefix in both protocols (v1.1's reading), scored beside the raw output", "the answer is the model's "
       "whatever line it starts on"),
-    D("sub_em, mc_acc, cls_acc, count_acc, rouge_l, docqa", "output whose parsed answer is empty (`\"\"`, "
+    D("sub_em, mc_acc, cls_acc, count_acc, rouge_l, docqa, summ_judge", "output whose parsed answer is empty (`\"\"`, "
       "spaces, the prefix alone; under v1.0 also an output starting with a newline)", "left out of every average (`eval_api.py`, "
-      "`eval_api_batch.py` at 26197d2 and 22b9f27; the local-model `eval.py` counts it); the report gives "
+      "`eval_api_batch.py` at 26197d2 and 22b9f27; the local-model `eval.py` counts it; `eval_gpt4_summ.py` "
+      "judges only the saved results, which leave it out, so it is never sent to the judge); the report gives "
       "`left_out`", "counted, scoring 0", "saying nothing is a wrong answer; leaving it out inflates the mean"),
     D("docqa", "`--protocol v1.1` without a judge (`--extractor none`, no endpoint)", "the run stops (`LLM "
       "Judge Key is missing`)", "the rule-based score (`eval_docqa_score`), in both modes; the report's "

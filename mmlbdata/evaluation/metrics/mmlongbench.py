@@ -56,11 +56,15 @@ class MMLongBenchMetric(Metric):
     def score_many(self, predictions, examples):
         texts = [self.scored_text(p) for p in predictions]
         results = self.score_texts(texts, examples)
-        if self.official and self.leaves_out_empty:
-            for text, result in zip(texts, results):
-                if off.mmlb_parse_output(text, self.system_template, self.first_line) == "":
-                    result.extra["left_out"] = "empty parsed output (eval_api_batch.py skips it)"
+        for text, result in zip(texts, results):
+            if self.left_out(text):
+                result.extra["left_out"] = "empty parsed output (eval_api_batch.py skips it)"
         return results
+
+    def left_out(self, text) -> bool:
+        """Whether parity mode leaves this runner text out of the averages (see the class doc)."""
+        return (self.official and self.leaves_out_empty
+                and off.mmlb_parse_output(text, self.system_template, self.first_line) == "")
 
     def score_texts(self, texts, examples) -> list[ScoreResult]:
         return [self.score_text(t, e) for t, e in zip(texts, examples)]

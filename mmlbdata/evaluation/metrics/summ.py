@@ -128,7 +128,10 @@ class SummJudge(MMLongBenchMetric):
     the runner's text (``Summary:`` + output), as ``eval_gpt4_summ.py`` reads the saved results."""
 
     loader = "gov"  # load_gov_report and load_multi_lexsum: "Summary:"
-    leaves_out_empty = False  # eval_gpt4_summ.py judges every saved result; its own rule is in aggregate
+    # eval_gpt4_summ.py (L342) judges the runner's saved results["data"], which the API runners
+    # write without empty parsed outputs (eval_api_batch.py @22b9f27 L166, eval_api.py L156): in
+    # parity mode such an example is left out and never sent to the judge
+    leaves_out_empty = True
 
     def score_texts(self, predictions, examples):
         """Three judge calls per example that has key points (``meta["keypoints"]`` or the
@@ -139,10 +142,10 @@ class SummJudge(MMLongBenchMetric):
             raise ValueError("summ_judge needs a judge endpoint (mmlb eval --judge-model/--judge-base-url)")
         table = self.options.get("keypoints")
         kps = [keypoints_of(e, table) for e in examples]
-        todo = [i for i, kp in enumerate(kps) if kp]
+        todo = [i for i, kp in enumerate(kps) if kp and not self.left_out(predictions[i])]
         flat = [p for i in todo for p in summ_prompts(predictions[i], examples[i], kps[i], self.official)]
         replies = judge.complete_many(flat, **JUDGE_PARAMS)
-        out = [ScoreResult(0.0, None, {"judge_failed": False, "no_keypoints": True}) for _ in examples]
+        out = [ScoreResult(0.0, None, {"judge_failed": False, "no_keypoints": not kp}) for kp in kps]
         for j, i in enumerate(todo):
             three = replies[3 * j:3 * j + 3]
             out[i] = official_combine(three, len(kps[i])) if self.official else combine(
@@ -152,11 +155,13 @@ class SummJudge(MMLongBenchMetric):
     def aggregate(self, results, examples):
         """Default: every example counts (a failed judge call scores 0). Officially
         (``eval_gpt4_summ.py``) examples without a parseable reply are left out of the means."""
-        ok = [r for r in results if not r.extra.get("judge_failed") and not r.extra.get("no_keypoints")]
+        ok = [r for r in results if not r.extra.get("judge_failed") and not r.extra.get("no_keypoints")
+              and not r.extra.get("left_out")]
         counted = ok if self.official else results
         agg = {"score": mean(r.score for r in counted), "n": len(results), "n_scored": len(ok),
                "judge_failed": sum(1 for r in results if r.extra.get("judge_failed")),
-               "no_keypoints": sum(1 for r in results if r.extra.get("no_keypoints"))}
+               "no_keypoints": sum(1 for r in results if r.extra.get("no_keypoints")),
+               "left_out": sum(1 for r in results if r.extra.get("left_out"))}
         for key in ("fluency", "recall", "precision", "f1"):
             agg[key] = mean(r.extra[key] for r in ok)
         return agg
