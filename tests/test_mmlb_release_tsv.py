@@ -258,3 +258,16 @@ def test_without_extra_info_the_answer_column_is_the_gold():
     assert gov.answers == ["Why:\nA.\n\nFound:\nB."] and gov.images == ["gov/X/page0.png"]
     vh = tsv.tsv_row("vh_single", {"question": vh_prompt(1, "q?"), "answer": "Yes", "image_path": "coco/a.jpg"})
     assert vh.answers == ["Yes"] and vh.images == ["coco/a.jpg"] and vh.prompt.endswith("<image>\n\nQuestion: q?")
+
+
+def test_a_byte_that_is_not_utf8_costs_its_row_only(tmp_path):
+    """As for the JSON-lines release (#27): one bad byte is reported by row, the other rows are read."""
+    path = tmp_path / "MMLongBench_512K.tsv"
+    write_tsv(path, [row(i, str(i), vh_prompt(1, f"q{i} XX?"), "No", ["coco/a.jpg"], "NIAH_512_sr25", "NIAH",
+                         "vh_single", {"answer": "No"}) for i in range(3)])
+    path.write_bytes(path.read_bytes().replace(b"q1 XX", b"q1 \xff\xfe"))
+    report = BuildReport()
+    rows = list(tsv.read_tsv(path, "vh_single", report))
+    assert [(n, r.official_id) for n, r in rows] == [(1, "0"), (3, "2")]
+    assert [(s["record"], s["reason"]) for s in report.to_dict()["skipped"]] == \
+        [("row 2", "not UTF-8: a byte in column question")]

@@ -38,6 +38,7 @@ from typing import Any, Iterator, Optional
 from ..report import BuildReport
 from ..tokens import IMAGE_PLACEHOLDER
 from . import mmlb_release as release
+from .records import _first_undecodable
 
 SOURCE_KEY = "mmlb_release_tsv"
 LAYOUT = ("MMLongBench's VLMEvalKit release: MMLongBench_{32K,128K,256K,512K}.tsv (at the root or under "
@@ -176,7 +177,8 @@ def tsv_row(dataset: str, record: dict[str, str]) -> release.ReleaseRow:
 def _tsv_records(path: Path, report: BuildReport) -> Iterator[tuple[int, dict[str, str]]]:
     """(row number from 1, columns) of a TSV written by pandas ``to_csv(sep='\\t')``."""
     csv.field_size_limit(2 ** 31 - 1)  # a 512K prompt is one field of ~20K characters and more
-    with open(path, encoding="utf-8", newline="") as handle:
+    # surrogateescape: a byte that is not UTF-8 costs its row only (reported), not the whole file
+    with open(path, encoding="utf-8", errors="surrogateescape", newline="") as handle:
         reader = csv.reader(handle, delimiter="\t")
         header = next(reader, None)
         missing = [c for c in ("question_id", "question", "image_path", "task", "source_dataset")
@@ -186,6 +188,11 @@ def _tsv_records(path: Path, report: BuildReport) -> Iterator[tuple[int, dict[st
         for number, values in enumerate(reader, 1):
             if len(values) != len(header):
                 report.skip(path, f"row {number}", f"{len(values)} fields, the header has {len(header)}")
+                continue
+            bad = next((column for column, value in zip(header, values)
+                        if _first_undecodable(value) is not None), None)
+            if bad is not None:
+                report.skip(path, f"row {number}", f"not UTF-8: a byte in column {bad}")
                 continue
             yield number, dict(zip(header, values))
 
