@@ -260,6 +260,16 @@ def test_without_extra_info_the_answer_column_is_the_gold():
     assert vh.answers == ["Yes"] and vh.images == ["coco/a.jpg"] and vh.prompt.endswith("<image>\n\nQuestion: q?")
 
 
+def test_image_path_as_a_python_list_literal_is_read_as_toliststr_reads_it():
+    """VLMEvalKit's toliststr (smp/misc.py, 981e805d) evals image_path: a pandas-written ``str(list)``
+    (single quotes) loads there, so it is read here too (with ast.literal_eval, never eval)."""
+    vh = tsv.tsv_row("vh_single", {"question": vh_prompt(2, "q?"), "answer": "Yes",
+                                   "image_path": str(["coco/a.jpg", "coco/b's.jpg"])})
+    assert vh.images == ["coco/a.jpg", "coco/b's.jpg"] and "image_markers" not in vh.meta
+    with pytest.raises(json.JSONDecodeError):
+        tsv.tsv_row("vh_single", {"question": vh_prompt(1, "q?"), "image_path": "[__import__('os')]"})
+
+
 def test_a_byte_that_is_not_utf8_costs_its_row_only(tmp_path):
     """As for the JSON-lines release (#27): one bad byte is reported by row, the other rows are read."""
     path = tmp_path / "MMLongBench_512K.tsv"

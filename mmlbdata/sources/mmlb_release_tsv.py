@@ -29,6 +29,7 @@ whatever the file size.
 """
 from __future__ import annotations
 
+import ast
 import csv
 import json
 import re
@@ -121,10 +122,17 @@ def interleave(text: str, num_images: int) -> tuple[str, Optional[str]]:
 
 
 def _image_names(value: str) -> list[str]:
-    """``image_path``: a JSON list (build script), else one name (VLMEvalKit's toliststr)."""
+    """``image_path``: a JSON list (build script) or a Python list literal (``str(list)``, which
+    VLMEvalKit's toliststr reads too, with ``eval``; here with ``ast.literal_eval``), else one name."""
     value = (value or "").strip()
     if value.startswith("["):
-        names = json.loads(value)
+        try:
+            names = json.loads(value)
+        except json.JSONDecodeError as not_json:
+            try:
+                names = ast.literal_eval(value)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                raise not_json from None
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             raise release.ReleaseRecordError("image_path is not a list of names")
         return names
