@@ -281,3 +281,21 @@ def test_a_byte_that_is_not_utf8_costs_its_row_only(tmp_path):
     assert [(n, r.official_id) for n, r in rows] == [(1, "0"), (3, "2")]
     assert [(s["record"], s["reason"]) for s in report.to_dict()["skipped"]] == \
         [("row 2", "not UTF-8: a byte in column question")]
+
+
+@pytest.mark.parametrize("dataset, answer", [
+    ("vh_single", {"x": 1}), ("vh_single", None), ("infoseek", []), ("infoseek", [3]),
+    ("mm_niah_retrieval_image", True), ("cars196", ["a"]), ("multi_lexsum", 5), ("gov_report", ["a"]),
+])
+def test_a_typed_answer_the_release_schema_refuses_is_reported_not_built(tmp_path, dataset, answer):
+    """extra_info's typed answer is what VLMEvalKit scores: it meets the JSON-lines release's schema
+    for its kind (#27: an ``{"x": 1}`` answer was built silently, as ``"{'x': 1}"``)."""
+    task, source = next(k for k, v in tsv.DATASET_OF.items() if v == dataset)
+    name = "summary" if dataset in ("gov_report", "multi_lexsum") else "answer"
+    path = tmp_path / "MMLongBench_512K.tsv"
+    write_tsv(path, [row(0, "1", vh_prompt(1, "q?"), "x", ["coco/a.jpg"], "s", task, source, {name: answer}),
+                     row(1, "2", vh_prompt(1, "q?"), "Yes", ["coco/a.jpg"], "s", task, source, {})])
+    report = BuildReport()
+    assert [r.official_id for _n, r in tsv.read_tsv(path, dataset, report)] == ["2"]
+    [skip] = report.to_dict()["skipped"]
+    assert skip["record"] == "row 1" and f"extra_info {name}" in skip["reason"]

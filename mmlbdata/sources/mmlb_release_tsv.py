@@ -39,6 +39,8 @@ from typing import Any, Iterator, Optional
 from ..report import BuildReport
 from ..tokens import IMAGE_PLACEHOLDER
 from . import mmlb_release as release
+from .lineschema import Schema, problem
+from .mmlb_release_lines import ICL_TEST, LINE_SCHEMAS
 from .records import _first_undecodable
 
 SOURCE_KEY = "mmlb_release_tsv"
@@ -148,9 +150,24 @@ def _extra(value: str) -> dict:
     return parsed if isinstance(parsed, dict) else {}
 
 
+def _typed_answer_problem(kind: str, extra: dict):
+    """Where ``extra_info``'s typed answer breaks the JSON-lines release's schema for ``kind``
+    (mmlb_release_lines: the answer field and the rules on it), or None. The ``answer`` column is a
+    ``str()`` of it, always a string, and is taken as released."""
+    name = "summary" if kind in ("gov", "lexsum") else "answer"
+    if name not in extra or (kind == "gov" and isinstance(extra[name], str)):  # a joined summary
+        return None
+    schema = ICL_TEST if kind == "icl" else LINE_SCHEMAS[kind]
+    answer_only = Schema({name: schema.fields[name]}, tuple(r for r in schema.rules if r.field == name))
+    return problem(extra, answer_only)
+
+
 def _answers(kind: str, record: dict[str, str], extra: dict) -> tuple[list[str], dict]:
     """The JSON-lines reader's ``gold`` on the typed answer that ``_score_one`` scores: ``extra_info``'s,
     else the ``answer`` column (for GovReport that column already joins the summary's sections)."""
+    typed = _typed_answer_problem(kind, extra)
+    if typed is not None:
+        raise release.ReleaseRecordError(f"extra_info {typed.message}")
     gold_record = {**extra, "answer": extra.get("answer", record.get("answer", ""))}
     if kind in ("gov", "lexsum") and "summary" not in gold_record:
         gold_record["summary"] = record.get("answer", "")
