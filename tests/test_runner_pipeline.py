@@ -199,3 +199,12 @@ def test_cli_options_reach_the_pipeline_and_the_profile_is_written(built, tiny_m
     # six rows in one window of two batches of four, sorted by num_tokens: 100 100 200 300 | 400 500
     assert [r["size"] for r in records] == [4, 2] and records[0]["ids"] == ["r0", "r5", "r3", "r1"]
     assert sorted(r["id"] for r in lines(preds)) == [f"r{i}" for i in range(6)]
+
+
+def test_a_config_named_twice_is_run_once(built, tmp_path):
+    """``--config X --config X``: the done ids are read once before the run, so the second pass
+    would write every prediction again."""
+    out = tmp_path / "twice.jsonl"
+    stats = run(Recorder(), built, ["vh_single_8k", "vh_single_8k"], out, batch_size=2)
+    ids = [r["id"] for r in lines(out)]
+    assert len(ids) == len(set(ids)) == 9 and stats.examples == 9
