@@ -299,3 +299,19 @@ def test_a_typed_answer_the_release_schema_refuses_is_reported_not_built(tmp_pat
     assert [r.official_id for _n, r in tsv.read_tsv(path, dataset, report)] == ["2"]
     [skip] = report.to_dict()["skipped"]
     assert skip["record"] == "row 1" and f"extra_info {name}" in skip["reason"]
+
+
+def test_columns_nested_too_deep_to_parse_cost_their_row_only(tmp_path):
+    """A deeply nested extra_info reads as {} (mmlongbench.py _parse_extra_info swallows any error);
+    a deeply nested image_path is reported; neither fails the file (json raises RecursionError)."""
+    deep = "[" * 100_000 + "]" * 100_000
+    rows = [row(i, str(i), vh_prompt(1, "q?"), "Yes", ["coco/a.jpg"], "s", "NIAH", "vh_single", {"answer": "Yes"})
+            for i in range(3)]
+    rows[0]["extra_info"], rows[1]["image_path"] = deep, deep
+    path = tmp_path / "MMLongBench_512K.tsv"
+    write_tsv(path, rows)
+    report = BuildReport()
+    assert [(n, r.official_id, r.answers) for n, r in tsv.read_tsv(path, "vh_single", report)] == \
+        [(1, "0", ["Yes"]), (3, "2", ["Yes"])]
+    [skip] = report.to_dict()["skipped"]
+    assert skip["record"] == "row 2" and "RecursionError" in skip["reason"]

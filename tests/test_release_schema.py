@@ -241,3 +241,15 @@ def test_json_lines_name_the_line_and_byte_that_is_not_utf8(tmp_path):
     records = list(read_jsonl(path))
     assert [n for n, _ in records] == [1, 2, 3] and records[0][1] == {"a": 1} and records[2][1] == {"c": "\u00e9"}
     assert isinstance(records[1][1], BadRecord) and records[1][1].reason == "not UTF-8: byte 0xff at character 9"
+
+
+def test_a_line_nested_too_deep_to_parse_costs_its_line_only(tmp_path):
+    """json.loads raises RecursionError (not JSONDecodeError) on a value nested ~100,000 deep:
+    that line is reported as invalid JSON, the lines around it are read."""
+    from mmlbdata.sources.records import BadRecord, read_jsonl
+
+    path = tmp_path / "deep.jsonl"
+    path.write_text('{"id": 1}\n{"id": 2, "ctxs": ' + "[" * 100_000 + "]" * 100_000 + '}\n{"id": 3}\n')
+    records = list(read_jsonl(path))
+    assert [r for _n, r in records if isinstance(r, dict)] == [{"id": 1}, {"id": 3}]
+    assert isinstance(records[1][1], BadRecord) and records[1][1].reason.startswith("invalid JSON")

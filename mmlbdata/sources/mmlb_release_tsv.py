@@ -145,7 +145,7 @@ def _extra(value: str) -> dict:
     """``extra_info`` as mmlongbench.py ``_parse_extra_info`` reads it: a JSON object, else empty."""
     try:
         parsed = json.loads(value) if value and value.strip() else {}
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # _parse_extra_info: any failure reads as {}
         return {}
     return parsed if isinstance(parsed, dict) else {}
 
@@ -229,7 +229,7 @@ def read_tsv(path: Path, dataset: str, report: BuildReport) -> Iterator[tuple[in
             continue
         try:
             yield number, tsv_row(dataset, record)
-        except (release.ReleaseRecordError, ValueError, KeyError, TypeError) as err:
+        except (release.ReleaseRecordError, ValueError, KeyError, TypeError, RecursionError) as err:
             report.skip(path, f"row {number}", f"malformed row ({type(err).__name__}: {err})")
 
 

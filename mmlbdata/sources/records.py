@@ -52,7 +52,7 @@ def read_jsonl(path) -> Iterator[tuple[int, dict | BadRecord]]:
                 continue
             try:
                 record = json.loads(line)
-            except json.JSONDecodeError as exc:
+            except (json.JSONDecodeError, RecursionError) as exc:  # RecursionError: nested too deep to read
                 yield line_no, BadRecord(str(path), f"line {line_no}", f"invalid JSON: {exc}")
                 continue
             if not isinstance(record, dict):
