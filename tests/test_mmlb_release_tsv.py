@@ -315,3 +315,20 @@ def test_columns_nested_too_deep_to_parse_cost_their_row_only(tmp_path):
         [(1, "0", ["Yes"]), (3, "2", ["Yes"])]
     [skip] = report.to_dict()["skipped"]
     assert skip["record"] == "row 2" and "RecursionError" in skip["reason"]
+
+
+def test_images_resolve_per_image_from_the_length_folder_then_the_base(tmp_path, real_data, tokenizer_path):
+    """mmlongbench.py _resolve_image_path tries mmlb_image/<L>/name, then mmlb_image/name, for each
+    image: names that already start with 512K/ (or that lie in the base) are found although the
+    512K folder exists."""
+    p = photos(tmp_path, real_data, "512K")
+    shutil.copy(tmp_path / "mmlb_image" / "512K" / p[3], tmp_path / "mmlb_image" / "base.jpg")
+    write_tsv(tmp_path / "MMLongBench_512K.tsv", [
+        row(0, "1", vh_prompt(2, "q?"), "No", [f"512K/{p[0]}", p[1]], "NIAH_512_sr25", "NIAH", "vh_single", {}),
+        row(1, "2", vh_prompt(2, "q?"), "No", ["base.jpg", p[2]], "NIAH_512_sr25", "NIAH", "vh_single", {}),
+    ])
+    [result] = build_configs(["vh_single_512k"], {"mmlb_release_tsv": tmp_path}, tmp_path / "out",
+                             tokenizer=tokenizer_path, store_root=tmp_path / "store", progress=False)
+    assert result.ok, result.error
+    assert not result.report["skipped"]
+    assert [len(r["images"]) for r in iter_rows(tmp_path / "out", "vh_single_512k")] == [2, 2]

@@ -89,12 +89,16 @@ def tsv_path(root: Path, length: int) -> Path:
     return nested if nested.is_file() else root / name
 
 
-def image_root(root: Path, length: int) -> Path:
-    """``mmlb_image/<L>`` when the length's archive extracted into its own folder, else ``mmlb_image``
-    (mmlongbench.py ``_resolve_image_path`` tries the length folder first)."""
+def image_root(root: Path, length: int, name: str) -> Path:
+    """The folder image ``name`` lies under: ``mmlb_image/<L>`` when it holds the image, else
+    ``mmlb_image``; tried per image, as mmlongbench.py ``_resolve_image_path`` tries the length folder
+    first and then the base (a TSV whose names already start with ``<L>/`` resolves from the base)."""
     base = root / "mmlb_image"
-    per_length = base / TSV_LENGTHS.get(length, "")
-    return per_length if length in TSV_LENGTHS and per_length.is_dir() else base
+    if length in TSV_LENGTHS:
+        per_length = base / TSV_LENGTHS[length]
+        if (per_length / name).is_file():
+            return per_length
+    return base
 
 
 def interleave(text: str, num_images: int) -> tuple[str, Optional[str]]:
