@@ -332,3 +332,14 @@ def test_images_resolve_per_image_from_the_length_folder_then_the_base(tmp_path,
     assert result.ok, result.error
     assert not result.report["skipped"]
     assert [len(r["images"]) for r in iter_rows(tmp_path / "out", "vh_single_512k")] == [2, 2]
+
+
+def test_a_lone_surrogate_escape_in_extra_info_costs_its_row_only(tmp_path):
+    path = tmp_path / "MMLongBench_512K.tsv"
+    rows = [row(i, str(i), vh_prompt(1, "q?"), "Yes", ["coco/a.jpg"], "s", "NIAH", "vh_single", {"answer": "Yes"})
+            for i in range(2)]
+    rows[0]["extra_info"] = '{"answer": "Yes\\ud800"}'
+    write_tsv(path, rows)
+    report = BuildReport()
+    assert [r.official_id for _n, r in tsv.read_tsv(path, "vh_single", report)] == ["1"]
+    assert "lone surrogate" in report.to_dict()["skipped"][0]["reason"]

@@ -253,3 +253,21 @@ def test_a_line_nested_too_deep_to_parse_costs_its_line_only(tmp_path):
     records = list(read_jsonl(path))
     assert [r for _n, r in records if isinstance(r, dict)] == [{"id": 1}, {"id": 3}]
     assert isinstance(records[1][1], BadRecord) and records[1][1].reason.startswith("invalid JSON")
+
+
+def test_a_lone_surrogate_escape_costs_its_line_only(tmp_path, real_data, tokenizer_path):
+    """``"\\ud800"`` is valid JSON that Python reads into a string no UTF-8 holds: the tokenizer failed
+    the whole config on it. The line is reported; an escaped pair (an emoji) is text and is built."""
+    root = tmp_path / "release"
+    write_release(root, real_data, k=8)
+    path = root / "mmlb_data" / "NIAH" / "vh_single_test_1000_K8_dep6.jsonl"
+    lines = path.read_text().splitlines()
+    lines[0] = lines[0].replace('"question": "', '"question": "\\ud800', 1)
+    lines[1] = lines[1].replace('"question": "', '"question": "\\ud83d\\ude00', 1)
+    path.write_text("\n".join(lines) + "\n")
+    [result] = build_configs(["vh_single_8k"], {"mmlb_release": root}, tmp_path / "out", tokenizer=tokenizer_path,
+                             store_root=tmp_path / "store", progress=False)
+    assert result.ok, result.error
+    assert [s["record"] for s in result.report["skipped"]] == ["line 1"]
+    assert "lone surrogate" in result.report["skipped"][0]["reason"]
+    assert [r["question"][:1] for r in iter_rows(tmp_path / "out", "vh_single_8k")] == ["\U0001F600"]

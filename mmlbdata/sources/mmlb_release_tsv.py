@@ -41,7 +41,7 @@ from ..tokens import IMAGE_PLACEHOLDER
 from . import mmlb_release as release
 from .lineschema import Schema, problem
 from .mmlb_release_lines import ICL_TEST, LINE_SCHEMAS
-from .records import _first_undecodable
+from .records import _first_undecodable, lone_surrogate
 
 SOURCE_KEY = "mmlb_release_tsv"
 LAYOUT = ("MMLongBench's VLMEvalKit release: MMLongBench_{32K,128K,256K,512K}.tsv (at the root or under "
@@ -186,6 +186,8 @@ def tsv_row(dataset: str, record: dict[str, str]) -> release.ReleaseRow:
     images = _image_names(record.get("image_path", ""))
     prompt, repaired = interleave(record.get("question") or "", len(images))
     extra = _extra(record.get("extra_info", ""))
+    if lone_surrogate(record.get("extra_info", ""), extra):
+        raise release.ReleaseRecordError("extra_info holds a lone surrogate escape (\\ud800-\\udfff): no text")
     answers, answer_meta = _answers(kind, record, extra)
     meta: dict[str, Any] = {"tsv_index": record.get("index"), "mmlb_subset": record.get("mmlb_subset"),
                             **answer_meta}
