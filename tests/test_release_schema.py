@@ -271,3 +271,16 @@ def test_a_lone_surrogate_escape_costs_its_line_only(tmp_path, real_data, tokeni
     assert [s["record"] for s in result.report["skipped"]] == ["line 1"]
     assert "lone surrogate" in result.report["skipped"][0]["reason"]
     assert [r["question"][:1] for r in iter_rows(tmp_path / "out", "vh_single_8k")] == ["\U0001F600"]
+
+
+def test_a_lone_surrogate_in_the_icl_file_costs_its_test_example_only(tmp_path, real_data, tokenizer_path):
+    root = tmp_path / "release"
+    write_release(root, real_data, k=8)
+    path = root / "mmlb_data" / "ICL" / "cars196_K8.json"
+    path.write_text(path.read_text().replace('"answer": 1}', '"answer": "\\ud800"}', 1))
+    [result] = build_configs(["cars196_8k"], {"mmlb_release": root}, tmp_path / "out", tokenizer=tokenizer_path,
+                             store_root=tmp_path / "store", progress=False)
+    assert result.ok, result.error
+    [skip] = result.report["skipped"]
+    assert skip["record"] == "domain cars test example 0" and "lone surrogate" in skip["reason"]
+    assert len(list(iter_rows(tmp_path / "out", "cars196_8k"))) == 1

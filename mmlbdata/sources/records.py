@@ -45,6 +45,11 @@ def lone_surrogate(text: str, value: Any) -> bool:
     character once parsed and passes."""
     if "\\u" not in text or not _SURROGATE_ESCAPE.search(text):  # the common case, checked in C
         return False
+    return unencodable(value)
+
+
+def unencodable(value: Any) -> bool:
+    """Whether a parsed JSON ``value`` holds a string that no UTF-8 text holds (a lone surrogate)."""
     try:
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
