@@ -304,9 +304,15 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
             self.report.note(f"{self.config.name}: {unusual['image_markers']} rows with image markers not one per "
                              f"image (meta.image_markers), {unusual['template_mismatch']} prompts not in data.py's "
                              f"template (meta.template_mismatch); kept as released")
+        asked = protocols.get(self.option("protocol"))
+        protocol = asked
+        if self.config.release_file.kind in release.BY_PROTOCOL and asked.name != release_tsv.TSV_PROTOCOL:
+            protocol = protocols.get(release_tsv.TSV_PROTOCOL)
+            self.report.note(f"{self.config.name}: the VLMEvalKit TSV's prompts are protocol {protocol.name} "
+                             f"(no page ids); protocol {asked.name} cannot be applied to them, recorded as {protocol.name}")
         self.manifest_extra.update(provenance="official release", release_format="vlmevalkit_tsv",
                                    release_file=path.name, subset=", ".join(sorted(subsets)) or "none",
-                                   official_lengths=tally.summary())
+                                   protocol=protocol.name, official_lengths=tally.summary())
         self.report.note(f"{self.config.name}: VLMEvalKit release {path.name} ({', '.join(sorted(subsets))}); "
                          f"{tally.describe()}")
 

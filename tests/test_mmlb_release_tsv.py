@@ -343,3 +343,17 @@ def test_a_lone_surrogate_escape_in_extra_info_costs_its_row_only(tmp_path):
     report = BuildReport()
     assert [r.official_id for _n, r in tsv.read_tsv(path, "vh_single", report)] == ["1"]
     assert "lone surrogate" in report.to_dict()["skipped"][0]["reason"]
+
+
+def test_the_manifest_records_the_protocol_of_the_tsv_prompts(release, tmp_path, tokenizer_path):
+    """--protocol v1.0 asks for page ids in document-QA prompts; the TSV's are v1.1 (no page ids), so
+    a document-QA config records v1.1 (the card showed the v1.0 asked for) and says why; a config whose
+    prompts do not depend on the protocol records the one asked for."""
+    root, _ = release
+    results = build_configs(["longdocurl_512k", "vh_single_512k"], {"mmlb_release_tsv": root}, tmp_path / "out",
+                            tokenizer=tokenizer_path, store_root=tmp_path / "store", progress=False,
+                            options={"protocol": "v1.0"})
+    assert all(r.ok for r in results), [r.error for r in results]
+    assert read_manifest(tmp_path / "out", "longdocurl_512k")["protocol"] == "v1.1"
+    assert read_manifest(tmp_path / "out", "vh_single_512k")["protocol"] == "v1.0"
+    assert any("protocol v1.0 cannot be applied" in n for n in results[0].report["notes"])

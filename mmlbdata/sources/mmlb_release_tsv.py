@@ -71,6 +71,10 @@ DATASET_OF: dict[tuple[str, str], str] = {
 }
 TSV_DATASETS = frozenset(DATASET_OF.values())  # the ablation sets (triviaqa, occ_vrag, text_doc) are not in it
 TSV_IMAGE_TOKEN = "<image token>"
+#: the protocol (mmlbdata.protocol) of the TSVs' prompts: build_mmlongbench_tsv.py assembles documentQA as
+#: data.py 22b9f27 does (``Document {doc_id:.15}: <image token>``, no page ids); the other tasks' prompts
+#: are the same under both protocols
+TSV_PROTOCOL = "v1.1"
 _IMAGE_MARK = re.compile(r"(<image token>|<image>)")  # build_prompt's token_pattern
 
 
