@@ -10,9 +10,10 @@ turns them into examples with the core (counter, packers, image store). It never
 """
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 import datasets
 
@@ -286,7 +287,7 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
         if not path.is_file():
             raise MissingSourceError(f"{root} has no {release_tsv.tsv_name(self.length)} "
                                      f"(needed by {self.config.name})")
-        images = release_tsv.image_root(root, self.length)
+        images = functools.partial(release_tsv.image_root, root, self.length)  # per image, as VLMEvalKit
         tally, seen, subsets = release.LengthTally(self.length), set(), set()
         unusual = {"image_markers": 0, "template_mismatch": 0}
         for number, row in release_tsv.read_tsv(path, self.config.dataset, self.report):
@@ -303,9 +304,15 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
             self.report.note(f"{self.config.name}: {unusual['image_markers']} rows with image markers not one per "
                              f"image (meta.image_markers), {unusual['template_mismatch']} prompts not in data.py's "
                              f"template (meta.template_mismatch); kept as released")
+        asked = protocols.get(self.option("protocol"))
+        protocol = asked
+        if self.config.release_file.kind in release.BY_PROTOCOL and asked.name != release_tsv.TSV_PROTOCOL:
+            protocol = protocols.get(release_tsv.TSV_PROTOCOL)
+            self.report.note(f"{self.config.name}: the VLMEvalKit TSV's prompts are protocol {protocol.name} "
+                             f"(no page ids); protocol {asked.name} cannot be applied to them, recorded as {protocol.name}")
         self.manifest_extra.update(provenance="official release", release_format="vlmevalkit_tsv",
                                    release_file=path.name, subset=", ".join(sorted(subsets)) or "none",
-                                   official_lengths=tally.summary())
+                                   protocol=protocol.name, official_lengths=tally.summary())
         self.report.note(f"{self.config.name}: VLMEvalKit release {path.name} ({', '.join(sorted(subsets))}); "
                          f"{tally.describe()}")
 
@@ -316,11 +323,12 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
         return spec.paper_samples if subset == "paper" else None
 
     def _mmlb_release_example(self, row: release.ReleaseRow, path: Path, relative: str, number: int,
-                              seen: set[str], images: Path) -> Optional[dict[str, Any]]:
+                              seen: set[str], images: Path | Callable[[str], Path]) -> Optional[dict[str, Any]]:
         """One official row in our schema; a row with an unusable image is skipped and reported."""
         record = {".jsonl": f"line {number}", ".tsv": f"row {number}"}.get(path.suffix, f"test example {number}")
         try:
-            refs = [self.store.ref_inside(images, name, what="image") for name in row.images]
+            refs = [self.store.ref_inside(images(name) if callable(images) else images, name, what="image")
+                    for name in row.images]
         except (BadImageError, OSError) as err:
             self.report.skip(path, record, f"image unusable, row skipped: {err}")
             return None

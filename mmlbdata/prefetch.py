@@ -74,6 +74,16 @@ def with_image_bytes(rows: Iterable[dict], column: str = "images", *, threads: i
 
 
 def _filled(row: dict, futures: list[Future], column: str) -> dict:
+    """``row`` with the images read ahead; one that could not be read (a missing file, a Hub error)
+    stays as it was, unread: the runner's decoding reads it again, and a second failure fails that
+    row's batch only, as a corrupt image does, instead of ending the run here."""
     if futures:
-        row = {**row, column: [future.result() for future in futures]}
+        row = {**row, column: [_read_or_left(future, image) for future, image in zip(futures, row[column])]}
     return row
+
+
+def _read_or_left(future: Future, image: Any) -> Any:
+    try:
+        return future.result()
+    except Exception:  # noqa: BLE001 - see _filled
+        return image

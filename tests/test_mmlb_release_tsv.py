@@ -258,3 +258,102 @@ def test_without_extra_info_the_answer_column_is_the_gold():
     assert gov.answers == ["Why:\nA.\n\nFound:\nB."] and gov.images == ["gov/X/page0.png"]
     vh = tsv.tsv_row("vh_single", {"question": vh_prompt(1, "q?"), "answer": "Yes", "image_path": "coco/a.jpg"})
     assert vh.answers == ["Yes"] and vh.images == ["coco/a.jpg"] and vh.prompt.endswith("<image>\n\nQuestion: q?")
+
+
+def test_image_path_as_a_python_list_literal_is_read_as_toliststr_reads_it():
+    """VLMEvalKit's toliststr (smp/misc.py, 981e805d) evals image_path: a pandas-written ``str(list)``
+    (single quotes) loads there, so it is read here too (with ast.literal_eval, never eval)."""
+    vh = tsv.tsv_row("vh_single", {"question": vh_prompt(2, "q?"), "answer": "Yes",
+                                   "image_path": str(["coco/a.jpg", "coco/b's.jpg"])})
+    assert vh.images == ["coco/a.jpg", "coco/b's.jpg"] and "image_markers" not in vh.meta
+    with pytest.raises(json.JSONDecodeError):
+        tsv.tsv_row("vh_single", {"question": vh_prompt(1, "q?"), "image_path": "[__import__('os')]"})
+
+
+def test_a_byte_that_is_not_utf8_costs_its_row_only(tmp_path):
+    """As for the JSON-lines release (#27): one bad byte is reported by row, the other rows are read."""
+    path = tmp_path / "MMLongBench_512K.tsv"
+    write_tsv(path, [row(i, str(i), vh_prompt(1, f"q{i} XX?"), "No", ["coco/a.jpg"], "NIAH_512_sr25", "NIAH",
+                         "vh_single", {"answer": "No"}) for i in range(3)])
+    path.write_bytes(path.read_bytes().replace(b"q1 XX", b"q1 \xff\xfe"))
+    report = BuildReport()
+    rows = list(tsv.read_tsv(path, "vh_single", report))
+    assert [(n, r.official_id) for n, r in rows] == [(1, "0"), (3, "2")]
+    assert [(s["record"], s["reason"]) for s in report.to_dict()["skipped"]] == \
+        [("row 2", "not UTF-8: a byte in column question")]
+
+
+@pytest.mark.parametrize("dataset, answer", [
+    ("vh_single", {"x": 1}), ("vh_single", None), ("infoseek", []), ("infoseek", [3]),
+    ("mm_niah_retrieval_image", True), ("cars196", ["a"]), ("multi_lexsum", 5), ("gov_report", ["a"]),
+])
+def test_a_typed_answer_the_release_schema_refuses_is_reported_not_built(tmp_path, dataset, answer):
+    """extra_info's typed answer is what VLMEvalKit scores: it meets the JSON-lines release's schema
+    for its kind (#27: an ``{"x": 1}`` answer was built silently, as ``"{'x': 1}"``)."""
+    task, source = next(k for k, v in tsv.DATASET_OF.items() if v == dataset)
+    name = "summary" if dataset in ("gov_report", "multi_lexsum") else "answer"
+    path = tmp_path / "MMLongBench_512K.tsv"
+    write_tsv(path, [row(0, "1", vh_prompt(1, "q?"), "x", ["coco/a.jpg"], "s", task, source, {name: answer}),
+                     row(1, "2", vh_prompt(1, "q?"), "Yes", ["coco/a.jpg"], "s", task, source, {})])
+    report = BuildReport()
+    assert [r.official_id for _n, r in tsv.read_tsv(path, dataset, report)] == ["2"]
+    [skip] = report.to_dict()["skipped"]
+    assert skip["record"] == "row 1" and f"extra_info {name}" in skip["reason"]
+
+
+def test_columns_nested_too_deep_to_parse_cost_their_row_only(tmp_path):
+    """A deeply nested extra_info reads as {} (mmlongbench.py _parse_extra_info swallows any error);
+    a deeply nested image_path is reported; neither fails the file (json raises RecursionError)."""
+    deep = "[" * 100_000 + "]" * 100_000
+    rows = [row(i, str(i), vh_prompt(1, "q?"), "Yes", ["coco/a.jpg"], "s", "NIAH", "vh_single", {"answer": "Yes"})
+            for i in range(3)]
+    rows[0]["extra_info"], rows[1]["image_path"] = deep, deep
+    path = tmp_path / "MMLongBench_512K.tsv"
+    write_tsv(path, rows)
+    report = BuildReport()
+    assert [(n, r.official_id, r.answers) for n, r in tsv.read_tsv(path, "vh_single", report)] == \
+        [(1, "0", ["Yes"]), (3, "2", ["Yes"])]
+    [skip] = report.to_dict()["skipped"]
+    assert skip["record"] == "row 2" and "RecursionError" in skip["reason"]
+
+
+def test_images_resolve_per_image_from_the_length_folder_then_the_base(tmp_path, real_data, tokenizer_path):
+    """mmlongbench.py _resolve_image_path tries mmlb_image/<L>/name, then mmlb_image/name, for each
+    image: names that already start with 512K/ (or that lie in the base) are found although the
+    512K folder exists."""
+    p = photos(tmp_path, real_data, "512K")
+    shutil.copy(tmp_path / "mmlb_image" / "512K" / p[3], tmp_path / "mmlb_image" / "base.jpg")
+    write_tsv(tmp_path / "MMLongBench_512K.tsv", [
+        row(0, "1", vh_prompt(2, "q?"), "No", [f"512K/{p[0]}", p[1]], "NIAH_512_sr25", "NIAH", "vh_single", {}),
+        row(1, "2", vh_prompt(2, "q?"), "No", ["base.jpg", p[2]], "NIAH_512_sr25", "NIAH", "vh_single", {}),
+    ])
+    [result] = build_configs(["vh_single_512k"], {"mmlb_release_tsv": tmp_path}, tmp_path / "out",
+                             tokenizer=tokenizer_path, store_root=tmp_path / "store", progress=False)
+    assert result.ok, result.error
+    assert not result.report["skipped"]
+    assert [len(r["images"]) for r in iter_rows(tmp_path / "out", "vh_single_512k")] == [2, 2]
+
+
+def test_a_lone_surrogate_escape_in_extra_info_costs_its_row_only(tmp_path):
+    path = tmp_path / "MMLongBench_512K.tsv"
+    rows = [row(i, str(i), vh_prompt(1, "q?"), "Yes", ["coco/a.jpg"], "s", "NIAH", "vh_single", {"answer": "Yes"})
+            for i in range(2)]
+    rows[0]["extra_info"] = '{"answer": "Yes\\ud800"}'
+    write_tsv(path, rows)
+    report = BuildReport()
+    assert [r.official_id for _n, r in tsv.read_tsv(path, "vh_single", report)] == ["1"]
+    assert "lone surrogate" in report.to_dict()["skipped"][0]["reason"]
+
+
+def test_the_manifest_records_the_protocol_of_the_tsv_prompts(release, tmp_path, tokenizer_path):
+    """--protocol v1.0 asks for page ids in document-QA prompts; the TSV's are v1.1 (no page ids), so
+    a document-QA config records v1.1 (the card showed the v1.0 asked for) and says why; a config whose
+    prompts do not depend on the protocol records the one asked for."""
+    root, _ = release
+    results = build_configs(["longdocurl_512k", "vh_single_512k"], {"mmlb_release_tsv": root}, tmp_path / "out",
+                            tokenizer=tokenizer_path, store_root=tmp_path / "store", progress=False,
+                            options={"protocol": "v1.0"})
+    assert all(r.ok for r in results), [r.error for r in results]
+    assert read_manifest(tmp_path / "out", "longdocurl_512k")["protocol"] == "v1.1"
+    assert read_manifest(tmp_path / "out", "vh_single_512k")["protocol"] == "v1.0"
+    assert any("protocol v1.0 cannot be applied" in n for n in results[0].report["notes"])

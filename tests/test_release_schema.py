@@ -241,3 +241,46 @@ def test_json_lines_name_the_line_and_byte_that_is_not_utf8(tmp_path):
     records = list(read_jsonl(path))
     assert [n for n, _ in records] == [1, 2, 3] and records[0][1] == {"a": 1} and records[2][1] == {"c": "\u00e9"}
     assert isinstance(records[1][1], BadRecord) and records[1][1].reason == "not UTF-8: byte 0xff at character 9"
+
+
+def test_a_line_nested_too_deep_to_parse_costs_its_line_only(tmp_path):
+    """json.loads raises RecursionError (not JSONDecodeError) on a value nested ~100,000 deep:
+    that line is reported as invalid JSON, the lines around it are read."""
+    from mmlbdata.sources.records import BadRecord, read_jsonl
+
+    path = tmp_path / "deep.jsonl"
+    path.write_text('{"id": 1}\n{"id": 2, "ctxs": ' + "[" * 100_000 + "]" * 100_000 + '}\n{"id": 3}\n')
+    records = list(read_jsonl(path))
+    assert [r for _n, r in records if isinstance(r, dict)] == [{"id": 1}, {"id": 3}]
+    assert isinstance(records[1][1], BadRecord) and records[1][1].reason.startswith("invalid JSON")
+
+
+def test_a_lone_surrogate_escape_costs_its_line_only(tmp_path, real_data, tokenizer_path):
+    """``"\\ud800"`` is valid JSON that Python reads into a string no UTF-8 holds: the tokenizer failed
+    the whole config on it. The line is reported; an escaped pair (an emoji) is text and is built."""
+    root = tmp_path / "release"
+    write_release(root, real_data, k=8)
+    path = root / "mmlb_data" / "NIAH" / "vh_single_test_1000_K8_dep6.jsonl"
+    lines = path.read_text().splitlines()
+    lines[0] = lines[0].replace('"question": "', '"question": "\\ud800', 1)
+    lines[1] = lines[1].replace('"question": "', '"question": "\\ud83d\\ude00', 1)
+    path.write_text("\n".join(lines) + "\n")
+    [result] = build_configs(["vh_single_8k"], {"mmlb_release": root}, tmp_path / "out", tokenizer=tokenizer_path,
+                             store_root=tmp_path / "store", progress=False)
+    assert result.ok, result.error
+    assert [s["record"] for s in result.report["skipped"]] == ["line 1"]
+    assert "lone surrogate" in result.report["skipped"][0]["reason"]
+    assert [r["question"][:1] for r in iter_rows(tmp_path / "out", "vh_single_8k")] == ["\U0001F600"]
+
+
+def test_a_lone_surrogate_in_the_icl_file_costs_its_test_example_only(tmp_path, real_data, tokenizer_path):
+    root = tmp_path / "release"
+    write_release(root, real_data, k=8)
+    path = root / "mmlb_data" / "ICL" / "cars196_K8.json"
+    path.write_text(path.read_text().replace('"answer": 1}', '"answer": "\\ud800"}', 1))
+    [result] = build_configs(["cars196_8k"], {"mmlb_release": root}, tmp_path / "out", tokenizer=tokenizer_path,
+                             store_root=tmp_path / "store", progress=False)
+    assert result.ok, result.error
+    [skip] = result.report["skipped"]
+    assert skip["record"] == "domain cars test example 0" and "lone surrogate" in skip["reason"]
+    assert len(list(iter_rows(tmp_path / "out", "cars196_8k"))) == 1

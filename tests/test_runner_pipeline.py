@@ -199,3 +199,46 @@ def test_cli_options_reach_the_pipeline_and_the_profile_is_written(built, tiny_m
     # six rows in one window of two batches of four, sorted by num_tokens: 100 100 200 300 | 400 500
     assert [r["size"] for r in records] == [4, 2] and records[0]["ids"] == ["r0", "r5", "r3", "r1"]
     assert sorted(r["id"] for r in lines(preds)) == [f"r{i}" for i in range(6)]
+
+
+def test_a_config_named_twice_is_run_once(built, tmp_path):
+    """``--config X --config X``: the done ids are read once before the run, so the second pass
+    would write every prediction again."""
+    out = tmp_path / "twice.jsonl"
+    stats = run(Recorder(), built, ["vh_single_8k", "vh_single_8k"], out, batch_size=2)
+    ids = [r["id"] for r in lines(out)]
+    assert len(ids) == len(set(ids)) == 9 and stats.examples == 9
+
+
+
+def test_an_image_that_cannot_be_read_ahead_fails_its_batch_not_the_run(tmp_path, coco_mini, tokenizer_path):
+    """Files layout: images are read ahead of the rows (prefetch.with_image_bytes); one missing file
+    (or a Hub error) used to end the whole run from the reading thread, no prediction written."""
+    import pyarrow.parquet as pq
+
+    from mmlbdata.build import build_configs
+    from mmlbdata.runner.chat import to_pil
+
+    class Decoding(Recorder):
+        def prepare(self, requests, profile=None):
+            for r in requests:
+                for image in r.images:
+                    to_pil(image)
+            return requests
+
+    [result] = build_configs(["vh_single_8k"], {"coco": coco_mini}, tmp_path / "out", tokenizer=tokenizer_path,
+                             store_root=tmp_path / "store", progress=False, limit=2)
+    assert result.ok, result.error
+    rows = pq.read_table(tmp_path / "out" / "vh_single_8k.metadata.parquet",
+                         columns=["id", "images_file_names"]).to_pylist()
+    uses = {}
+    for r in rows:
+        for name in r["images_file_names"]:
+            uses[name] = uses.get(name, 0) + 1
+    gone = min(uses, key=uses.get)  # an image few rows share
+    (tmp_path / "out" / gone).unlink()
+    hit = [r["id"] for r in rows if gone in r["images_file_names"]]
+    out = tmp_path / "p.jsonl"
+    stats = run(Decoding(), tmp_path / "out", ["vh_single_8k"], out, pipeline=PipelineOptions(workers=2))
+    assert sorted(r["id"] for r in lines(out)) == sorted(r["id"] for r in rows if r["id"] not in hit)
+    assert stats.errors == len(hit) < len(rows)

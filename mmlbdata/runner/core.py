@@ -157,6 +157,7 @@ def run(backend: Backend, data_dir: str | Path, configs: Sequence[str], out: str
     out.parent.mkdir(parents=True, exist_ok=True)
     stats = RunStats()
     start = time.perf_counter()
+    configs = list(dict.fromkeys(configs))  # a config named twice runs once (its ids are read once, up front)
     seen = {config: done_ids(out, config) for config in configs}
     read = {"skipped": 0, "errors": 0}  # counted by the reading thread, added to stats at the end
 

@@ -200,7 +200,7 @@ def pending_dataset(data, configs: Sequence[str], out: Path, limit: Optional[int
     import ray.data
 
     parts, total = [], 0
-    for config in configs:
+    for config in dict.fromkeys(configs):  # a config named twice is read once
         files, filesystem = config_shards(data, config)
         done = done_ids(out, config)
         considered, wanted, shards = pending_ids(files, filesystem, done, limit)

@@ -41,9 +41,9 @@ from ..prompts import (ANSWER_LINE, ANSWER_PREFIX, DOC_QUESTION, ICL_ITEM, PAGE,
 from .. import protocol as protocols
 from ..report import BuildReport
 from ..tokens import IMAGE_PLACEHOLDER
-from .lineschema import problem
+from .lineschema import Problem, problem
 from .mmlb_release_lines import ICL_DOMAIN, ICL_TEST, LINE_SCHEMAS
-from .records import read_jsonl_reported
+from .records import read_jsonl_reported, unencodable
 
 SOURCE_KEY = "mmlb_release"
 LAYOUT = ("MMLongBench release: mmlb_data/{vrag,NIAH,ICL,summ,documentQA}/<files as in the official "
@@ -445,18 +445,22 @@ def read_icl_file(path: Path, report: BuildReport, *, paper: Optional[int] = Non
         report.skip(path, None, f"unreadable ICL release file: {type(err).__name__}: {err}")
 
 
+_SURROGATE = "holds a lone surrogate escape (\\ud800-\\udfff): valid JSON, but no text"
+
+
 def _icl_fitting(path: Path, data: dict, report: BuildReport) -> dict:
     """The ICL file with each domain and test example checked against its schema
     (mmlb_release_lines) before the draws: what does not fit is reported and left out."""
     fitting = {}
     for domain, entry in data.items():
-        found = problem(entry, ICL_DOMAIN)
+        found = problem(entry, ICL_DOMAIN) or (Problem("exemplar_list", _SURROGATE)
+                                               if unencodable(entry["exemplar_list"]) else None)
         if found is not None:
             report.skip(path, f"domain {domain}", found.message, field=found.field or None)
             continue
         tests = []
         for index, example in enumerate(entry["test_example"]):
-            found = problem(example, ICL_TEST)
+            found = problem(example, ICL_TEST) or (Problem("", _SURROGATE) if unencodable(example) else None)
             if found is None:
                 tests.append(example)
             else:

@@ -29,6 +29,7 @@ whatever the file size.
 """
 from __future__ import annotations
 
+import ast
 import csv
 import json
 import re
@@ -38,6 +39,9 @@ from typing import Any, Iterator, Optional
 from ..report import BuildReport
 from ..tokens import IMAGE_PLACEHOLDER
 from . import mmlb_release as release
+from .lineschema import Schema, problem
+from .mmlb_release_lines import ICL_TEST, LINE_SCHEMAS
+from .records import _first_undecodable, lone_surrogate
 
 SOURCE_KEY = "mmlb_release_tsv"
 LAYOUT = ("MMLongBench's VLMEvalKit release: MMLongBench_{32K,128K,256K,512K}.tsv (at the root or under "
@@ -67,6 +71,10 @@ DATASET_OF: dict[tuple[str, str], str] = {
 }
 TSV_DATASETS = frozenset(DATASET_OF.values())  # the ablation sets (triviaqa, occ_vrag, text_doc) are not in it
 TSV_IMAGE_TOKEN = "<image token>"
+#: the protocol (mmlbdata.protocol) of the TSVs' prompts: build_mmlongbench_tsv.py assembles documentQA as
+#: data.py 22b9f27 does (``Document {doc_id:.15}: <image token>``, no page ids); the other tasks' prompts
+#: are the same under both protocols
+TSV_PROTOCOL = "v1.1"
 _IMAGE_MARK = re.compile(r"(<image token>|<image>)")  # build_prompt's token_pattern
 
 
@@ -85,12 +93,16 @@ def tsv_path(root: Path, length: int) -> Path:
     return nested if nested.is_file() else root / name
 
 
-def image_root(root: Path, length: int) -> Path:
-    """``mmlb_image/<L>`` when the length's archive extracted into its own folder, else ``mmlb_image``
-    (mmlongbench.py ``_resolve_image_path`` tries the length folder first)."""
+def image_root(root: Path, length: int, name: str) -> Path:
+    """The folder image ``name`` lies under: ``mmlb_image/<L>`` when it holds the image, else
+    ``mmlb_image``; tried per image, as mmlongbench.py ``_resolve_image_path`` tries the length folder
+    first and then the base (a TSV whose names already start with ``<L>/`` resolves from the base)."""
     base = root / "mmlb_image"
-    per_length = base / TSV_LENGTHS.get(length, "")
-    return per_length if length in TSV_LENGTHS and per_length.is_dir() else base
+    if length in TSV_LENGTHS:
+        per_length = base / TSV_LENGTHS[length]
+        if (per_length / name).is_file():
+            return per_length
+    return base
 
 
 def interleave(text: str, num_images: int) -> tuple[str, Optional[str]]:
@@ -120,10 +132,17 @@ def interleave(text: str, num_images: int) -> tuple[str, Optional[str]]:
 
 
 def _image_names(value: str) -> list[str]:
-    """``image_path``: a JSON list (build script), else one name (VLMEvalKit's toliststr)."""
+    """``image_path``: a JSON list (build script) or a Python list literal (``str(list)``, which
+    VLMEvalKit's toliststr reads too, with ``eval``; here with ``ast.literal_eval``), else one name."""
     value = (value or "").strip()
     if value.startswith("["):
-        names = json.loads(value)
+        try:
+            names = json.loads(value)
+        except json.JSONDecodeError as not_json:
+            try:
+                names = ast.literal_eval(value)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                raise not_json from None
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             raise release.ReleaseRecordError("image_path is not a list of names")
         return names
@@ -134,14 +153,29 @@ def _extra(value: str) -> dict:
     """``extra_info`` as mmlongbench.py ``_parse_extra_info`` reads it: a JSON object, else empty."""
     try:
         parsed = json.loads(value) if value and value.strip() else {}
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # _parse_extra_info: any failure reads as {}
         return {}
     return parsed if isinstance(parsed, dict) else {}
+
+
+def _typed_answer_problem(kind: str, extra: dict):
+    """Where ``extra_info``'s typed answer breaks the JSON-lines release's schema for ``kind``
+    (mmlb_release_lines: the answer field and the rules on it), or None. The ``answer`` column is a
+    ``str()`` of it, always a string, and is taken as released."""
+    name = "summary" if kind in ("gov", "lexsum") else "answer"
+    if name not in extra or (kind == "gov" and isinstance(extra[name], str)):  # a joined summary
+        return None
+    schema = ICL_TEST if kind == "icl" else LINE_SCHEMAS[kind]
+    answer_only = Schema({name: schema.fields[name]}, tuple(r for r in schema.rules if r.field == name))
+    return problem(extra, answer_only)
 
 
 def _answers(kind: str, record: dict[str, str], extra: dict) -> tuple[list[str], dict]:
     """The JSON-lines reader's ``gold`` on the typed answer that ``_score_one`` scores: ``extra_info``'s,
     else the ``answer`` column (for GovReport that column already joins the summary's sections)."""
+    typed = _typed_answer_problem(kind, extra)
+    if typed is not None:
+        raise release.ReleaseRecordError(f"extra_info {typed.message}")
     gold_record = {**extra, "answer": extra.get("answer", record.get("answer", ""))}
     if kind in ("gov", "lexsum") and "summary" not in gold_record:
         gold_record["summary"] = record.get("answer", "")
@@ -156,6 +190,8 @@ def tsv_row(dataset: str, record: dict[str, str]) -> release.ReleaseRow:
     images = _image_names(record.get("image_path", ""))
     prompt, repaired = interleave(record.get("question") or "", len(images))
     extra = _extra(record.get("extra_info", ""))
+    if lone_surrogate(record.get("extra_info", ""), extra):
+        raise release.ReleaseRecordError("extra_info holds a lone surrogate escape (\\ud800-\\udfff): no text")
     answers, answer_meta = _answers(kind, record, extra)
     meta: dict[str, Any] = {"tsv_index": record.get("index"), "mmlb_subset": record.get("mmlb_subset"),
                             **answer_meta}
@@ -176,7 +212,8 @@ def tsv_row(dataset: str, record: dict[str, str]) -> release.ReleaseRow:
 def _tsv_records(path: Path, report: BuildReport) -> Iterator[tuple[int, dict[str, str]]]:
     """(row number from 1, columns) of a TSV written by pandas ``to_csv(sep='\\t')``."""
     csv.field_size_limit(2 ** 31 - 1)  # a 512K prompt is one field of ~20K characters and more
-    with open(path, encoding="utf-8", newline="") as handle:
+    # surrogateescape: a byte that is not UTF-8 costs its row only (reported), not the whole file
+    with open(path, encoding="utf-8", errors="surrogateescape", newline="") as handle:
         reader = csv.reader(handle, delimiter="\t")
         header = next(reader, None)
         missing = [c for c in ("question_id", "question", "image_path", "task", "source_dataset")
@@ -186,6 +223,11 @@ def _tsv_records(path: Path, report: BuildReport) -> Iterator[tuple[int, dict[st
         for number, values in enumerate(reader, 1):
             if len(values) != len(header):
                 report.skip(path, f"row {number}", f"{len(values)} fields, the header has {len(header)}")
+                continue
+            bad = next((column for column, value in zip(header, values)
+                        if _first_undecodable(value) is not None), None)
+            if bad is not None:
+                report.skip(path, f"row {number}", f"not UTF-8: a byte in column {bad}")
                 continue
             yield number, dict(zip(header, values))
 
@@ -197,7 +239,7 @@ def read_tsv(path: Path, dataset: str, report: BuildReport) -> Iterator[tuple[in
             continue
         try:
             yield number, tsv_row(dataset, record)
-        except (release.ReleaseRecordError, ValueError, KeyError, TypeError) as err:
+        except (release.ReleaseRecordError, ValueError, KeyError, TypeError, RecursionError) as err:
             report.skip(path, f"row {number}", f"malformed row ({type(err).__name__}: {err})")
 
 

@@ -6,9 +6,10 @@ SlideVQA, InfoSeek, ViQuAE, Multi-LexSum, the ReadBench Hub files).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from ..report import BuildReport
 
@@ -34,6 +35,28 @@ def _first_undecodable(line: str) -> int | None:
     return None
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def lone_surrogate(text: str, value: Any) -> bool:
+    """Whether ``value``, parsed from the JSON ``text``, holds a lone surrogate: JSON may escape one
+    (``"\\ud800"``) and Python's json reads it, but no UTF-8 text holds it, so the tokenizer and the
+    parquet writer fail on it (the whole config, not the line). A pair (an escaped emoji) is one
+    character once parsed and passes."""
+    if "\\u" not in text or not _SURROGATE_ESCAPE.search(text):  # the common case, checked in C
+        return False
+    return unencodable(value)
+
+
+def unencodable(value: Any) -> bool:
+    """Whether a parsed JSON ``value`` holds a string that no UTF-8 text holds (a lone surrogate)."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def read_jsonl(path) -> Iterator[tuple[int, dict | BadRecord]]:
     """(line number, record) for each non-blank line; a line that is not a JSON object, or holds
     bytes that are not UTF-8, comes back as a BadRecord naming the file and line.
@@ -52,11 +75,15 @@ def read_jsonl(path) -> Iterator[tuple[int, dict | BadRecord]]:
                 continue
             try:
                 record = json.loads(line)
-            except json.JSONDecodeError as exc:
+            except (json.JSONDecodeError, RecursionError) as exc:  # RecursionError: nested too deep to read
                 yield line_no, BadRecord(str(path), f"line {line_no}", f"invalid JSON: {exc}")
                 continue
             if not isinstance(record, dict):
                 yield line_no, BadRecord(str(path), f"line {line_no}", "not a JSON object")
+                continue
+            if lone_surrogate(line, record):
+                yield line_no, BadRecord(str(path), f"line {line_no}", "not UTF-8: a lone surrogate escape "
+                                         "(\\ud800-\\udfff without its pair): valid JSON, but no text")
                 continue
             yield line_no, record
 
