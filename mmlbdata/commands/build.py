@@ -8,6 +8,7 @@ import time
 
 from ..build import build_all, build_configs, select_configs, sources_from_dir, summary_table
 from ..registry import UnknownConfigError
+from ..protocol import PROTOCOLS
 from ._common import absolute, key_value, parse_option_value, positive_int, tokenizer_or_message
 
 
@@ -59,7 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "in flight as Ray tasks, about 2 x P")
     parser.add_argument("--option", action="append", type=key_value, default=[], metavar="KEY=VALUE",
                         help="recipe option, e.g. num_questions=50 (repeatable)")
-    parser.add_argument("--protocol", choices=["v1.1", "v1.0"], default=None,
+    parser.add_argument("--protocol", choices=sorted(PROTOCOLS, reverse=True), default=None,
                         help="MMLongBench's prompts: v1.1 (default, the current official data.py: document-QA "
                              "pages without page ids, ViQuAE release rows with a '\"' in an image path dropped) "
                              "or v1.0 (the paper's); recorded in each manifest and the card")

@@ -45,8 +45,10 @@ def parity() -> str:
 
 
 def protocol() -> str:
-    """MMLongBench's protocol, from ``$MMLB_PROTOCOL`` (default v1.1; ``mmlbdata.protocol``)."""
-    return os.environ.get("MMLB_PROTOCOL", "").strip() or "v1.1"
+    """MMLongBench's protocol, from ``$MMLB_PROTOCOL`` (default: ``mmlbdata.protocol.DEFAULT``)."""
+    from ..protocol import DEFAULT
+
+    return os.environ.get("MMLB_PROTOCOL", "").strip() or DEFAULT
 
 
 def get_metric(name: str, scope: tuple = ()) -> Any:
