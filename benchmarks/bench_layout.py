@@ -311,19 +311,21 @@ def _cover(pool: float, draws: float) -> float:
     return pool * (1 - math.exp(-draws / pool)) if pool else 0.0
 
 
-def _icl(name: str, examples: int, images: list[float]) -> tuple[float, float, str]:
-    """Distinct (exemplar + test) images of one ICL dataset, its pool, and the assumption.
+def _icl(name: str, examples: int, images: list[float]) -> tuple[float, float]:
+    """Distinct (exemplar + test) images of one ICL dataset, and its pool.
 
     builders/icl.py: 50 classes per domain drawn once, the first 5/10/20/40/50 used at 8K..128K;
     each example's exemplars are a fresh seeded shuffle of each class's train images (seeded by the
     length too, so lengths draw independently); test image k of a length is image k // n of class
     k % n in a per-class order that does not depend on the length (so the lengths share a prefix).
     """
+    from builders.icl import CLASS_COUNTS, MAX_CLASSES
+
     train, test, domains, _, _ = ICL_POOLS[name]
-    counts = [5, 10, 20, 40, 50]
+    counts = [CLASS_COUNTS[key] for key in LENGTH_KEYS]
     per_domain = examples / domains
     exemplars = tests = 0.0
-    for c in range(50):
+    for c in range(MAX_CLASSES):
         miss = 1.0
         for n, imgs in zip(counts, images):
             if c < n:
@@ -332,7 +334,7 @@ def _icl(name: str, examples: int, images: list[float]) -> tuple[float, float, s
         exemplars += train * (1 - miss)
         tests += min(test, max(math.ceil(per_domain / n) for n in counts if c < n))
     distinct = domains * (exemplars + tests)
-    return distinct, domains * 50 * (train + test), "exemplar draws per class, test images by class"
+    return distinct, domains * MAX_CLASSES * (train + test)
 
 
 def extrapolate(units: dict) -> list[dict]:
@@ -388,7 +390,7 @@ def extrapolate(units: dict) -> list[dict]:
             distinct, pool = examples / PLACEMENTS[name] * images[-1], None
             note = f"per record its 128K haystack ({PLACEMENTS[name]} rows per record); upper: neighbours overlap"
         elif family == "ICL":
-            distinct, pool, _ = _icl(name, examples, images)
+            distinct, pool = _icl(name, examples, images)
             kind, bytes_each = name, ICL_POOLS[name][3]
             note = ICL_POOLS[name][4]
         elif family == "Summ":
