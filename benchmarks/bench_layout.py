@@ -2,6 +2,7 @@
 
     python -m benchmarks.bench_layout [--images 5000] [--rows-8k 1000] [--rows-128k 200]
                                       [--embedded-rows-8k 120] [--embedded-rows-128k 12] [--keep DIR]
+    python -m benchmarks.bench_layout --extrapolate-only [--per-image BYTES]
 
 1. A synthetic COCO-like source: ``--images`` distinct JPEGs at COCO's sizes (640x480, 640x427,
    480x640 ...), photo-like content (grainy texture over gradients, a tint, shapes; about 120 KB each,
@@ -19,7 +20,13 @@
    pixels: its default 1,000 would hold ~60 GB at 128K in either layout), ``select``,
    ``to_pandas()`` of the non-image columns; each with the process's peak RSS so far.
 4. The whole MMLongBench (16 datasets x 5 lengths, examples and images per example from
-   mmlbdata/paper_stats.yaml) extrapolated from the measured bytes per image and per row.
+   mmlbdata/paper_stats.yaml) in the files layout: per dataset the distinct images the recipe
+   draws (min of its references and the source pool it draws from, with the sharing across lengths
+   and rows that the builders have; ``extrapolate()`` says how, the printout names each pool and
+   where its number comes from), at per-kind bytes (JPEG photos as measured in 1., COCO val2017,
+   PDF pages rendered at 144 DPI as the store writes them, LongDocURL's upscaled page PNGs, each
+   ICL source), next to the upper bound of one copy per reference and the official release.
+   ``--extrapolate-only`` runs this part alone (seconds; needs only the test data).
 """
 from __future__ import annotations
 
@@ -194,36 +201,284 @@ def repo_files(folder: Path) -> dict[str, bytes]:
 
 
 # -- 4. extrapolation -------------------------------------------------------------------------------
-def extrapolate(per_image: float, meta_row: dict, embedded_copies: float, reuse: float) -> list[dict]:
-    """Bytes of the whole MMLongBench in each layout from the measured unit sizes.
+# What the files layout stores for the whole MMLongBench: each distinct image once per repository,
+# so per dataset min(references, the pool the recipe draws from), with the sharing the recipe has
+# across lengths and rows. Every pool below names where its number comes from.
+LENGTH_KEYS = ("8k", "16k", "32k", "64k", "128k")
+NIAH_ROWS = {"Ret": 1200, "Count": 1178, "Reason": 1158}  # Table 2, text and image needles together
+# rows per question in the builders: depths 0..1 (6) or 3 seeded permutations
+PLACEMENTS = {"InfoSeek": 3, "ViQuAE": 6, "VH-Single": 6, "VH-Multi": 3, "MM-NIAH-Ret (T)": 6,
+              "MM-NIAH-Ret (I)": 6, "MM-NIAH-Count (T)": 3, "MM-NIAH-Count (I)": 3,
+              "MM-NIAH-Reason (T)": 3, "MM-NIAH-Reason (I)": 6}
+FAMILY = {"InfoSeek": "VRAG", "ViQuAE": "VRAG", "VH-Single": "VH", "VH-Multi": "VH",
+          "Stanford Cars": "ICL", "Food101": "ICL", "SUN397": "ICL", "iNat2021": "ICL",
+          "GovReport": "Summ", "Multi-LexSum": "Summ", "MMLongBench-Doc": "DocVQA",
+          "LongDocURL": "DocVQA", "SlideVQA": "DocVQA"}
+COCO_VAL2017 = (5000, 815_585_330)  # images, val2017.zip bytes (sources/registry.yaml)
+# ICL: (exemplar images per class, test images per class, domains, bytes per image, where from)
+ICL_POOLS = {
+    "Stanford Cars": (8144 / 196, 8041 / 196, 1, 1.9e9 / 16185,
+                      "8,144 train / 8,041 test images of 196 classes (Krause et al. 2013); registry 1.9 GB"),
+    "Food101": (750, 250, 1, 5e9 / 101000, "750 train / 250 test per class (Bossard et al. 2014); registry 5 GB"),
+    "SUN397": (50, 50, 1, 8e9 / 39700, "tanganke/sun397: 19,850 train / 19,850 test rows (Hub viewer), 50+50 "
+                                       "per class; registry 8 GB"),
+    "iNat2021": (50, 10, 2, 42e9 / 500000, "train_mini 50 / val 10 per species, 50 Birds + 50 Plants species "
+                                           "(paper B.3); registry 42 GB for 500k train_mini images"),
+}
+# DocVQA: the pages of the split the padding draws from: (pool pages, kind, where from)
+DOC_POOLS = {
+    "MMLongBench-Doc": (round(135 * 47.5), "page",
+                        "135 documents x 47.5 pages (MMLongBench-Doc paper Sec. 3, Table 2)"),
+    "LongDocURL": (33000, "page_x2", "'more than 33,000 pages' (LongDocURL abstract, arXiv 2412.18424; not in "
+                                     "shared/papers); 72-DPI PNGs upscaled x2 (the registry fetches no PDFs)"),
+    "SlideVQA": (300 * 20, "slide", "test split 300 decks x 20 slides (SlideVQA, Tanaka et al. 2023, recalled: "
+                                    "not in shared/papers; all 2,619 decks would be 52k); slide JPEGs"),
+}
+# used where nothing is measured: photo, the full run's mean JPEG (ARCHITECTURE.md); ref_meta,
+# vh_single_8k's metadata parquet per image reference (the full run's is ~5 B); the rest only
+# without the test data
+DEFAULTS = {"photo": 104e3, "page": 230e3, "page_x2": 679e3, "ref_meta": 6.6, "chars_per_token": 3.9,
+            "zstd_text": 0.40}
+NIAH_IMAGE_TOKENS = 300  # MMLongBench B.1: MM-NIAH images "contain only a few hundred tokens"
+FILES_PER_CONFIG = 2  # <config>.metadata.parquet + manifests/<config>.json (+ one README)
+HUB_FILES_GUIDANCE = 100_000
 
-    ``files``: each distinct image once. A dataset's shorter lengths draw their images from the
-    pools its 128K examples draw from (VH's seeded pools: 8K's distractors are a prefix of 128K's),
-    so distinct images ~ the 128K slots (low) and at most every slot of every length (high); VH
-    slots are divided by ``reuse`` (its six depths share one haystack, measured). Plus metadata
-    per row, interpolated by length. ``embedded``: every slot stored, VH's divided by
-    ``reuse / embedded_copies`` (the measured copies per distinct image, one per row group).
-    Examples that share a pool (ICL demonstrations, pages of one document) make both smaller;
-    the paper gives no pool sizes, so neither figure counts that sharing.
+
+def measure_units(photo: float | None = None, ref_meta: float | None = None) -> dict:
+    """Bytes per image of each kind, metadata bytes per image reference, text bytes per token.
+
+    ``photo``: JPEG photos (the synthetic COCO-like source's measured mean, else the last full run's
+    figure). ``page``: a PDF page rendered at 144 DPI as the store writes it (PNG), over pages of
+    the test data's MMLongBench-Doc PDFs. ``page_x2``: a LongDocURL 72-DPI page PNG upscaled to
+    144 DPI as ``ScaledImageDocument`` writes it. ``chars_per_token`` and ``zstd_text``: the
+    Llama 2 tokenizer and zstd parquet on WikiText passages."""
+    import statistics
+
+    units = dict(DEFAULTS)
+    units["source"] = {k: "default" for k in DEFAULTS}
+    units["source"]["photo"] = "the full run's figure"
+    if photo:
+        units["photo"], units["source"]["photo"] = photo, "measured"
+    if ref_meta:
+        units["ref_meta"], units["source"]["ref_meta"] = ref_meta, "measured"
+    root = Path(os.environ.get("MMLB_TEST_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
+    rng = random.Random(0)
+    pdfs = sorted((root / "mmlongbench_doc" / "documents").glob("*.pdf"))
+    if pdfs:
+        from mmlbdata.media import pdf
+
+        sizes = []
+        for path in pdfs:
+            with pdf.open_pdf(path) as doc:
+                count = doc.page_count
+            sizes += [len(pdf.render_page_png(path, i, 144)) for i in rng.sample(range(count), min(3, count))]
+        units["page"], units["source"]["page"] = statistics.mean(sizes), f"measured ({len(sizes)} pages)"
+    pngs = sorted((root / "longdocurl_sample" / "pdf_pngs").rglob("*.png"))
+    if pngs:
+        from PIL import Image
+
+        from mmlbdata.media.documents import _resized_png
+
+        sizes = []
+        for path in rng.sample(pngs, min(16, len(pngs))):
+            with Image.open(path) as image:
+                width, height = image.size
+            sizes.append(len(_resized_png(path, (2 * width, 2 * height))))
+        units["page_x2"], units["source"]["page_x2"] = statistics.mean(sizes), f"measured ({len(sizes)} pages)"
+    wiki = root / "text" / "wikitext2_raw_wiki.test.raw"
+    tokenizer = root / "llama2" / "tokenizer.model"
+    if wiki.is_file():
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        words = wiki.read_text().split()
+        passages = [" ".join(words[i:i + 100]) for i in range(0, len(words), 100)]
+        buffer = io.BytesIO()
+        pq.write_table(pa.table({"p": passages}), buffer, compression="zstd")
+        units["zstd_text"] = buffer.tell() / sum(len(p.encode()) for p in passages)
+        units["source"]["zstd_text"] = "measured"
+        if tokenizer.is_file():
+            import sentencepiece
+
+            encoded = sentencepiece.SentencePieceProcessor(model_file=str(tokenizer)).encode(passages[:2000])
+            units["chars_per_token"] = sum(len(p) for p in passages[:2000]) / sum(len(e) for e in encoded)
+            units["source"]["chars_per_token"] = "measured"
+    return units
+
+
+def _cover(pool: float, draws: float) -> float:
+    """Expected distinct images after ``draws`` uniform draws from ``pool`` (<= min(draws, pool))."""
+    return pool * (1 - math.exp(-draws / pool)) if pool else 0.0
+
+
+def _icl(name: str, examples: int, images: list[float]) -> tuple[float, float]:
+    """Distinct (exemplar + test) images of one ICL dataset, and its pool.
+
+    builders/icl.py: 50 classes per domain drawn once, the first 5/10/20/40/50 used at 8K..128K;
+    each example's exemplars are a fresh seeded shuffle of each class's train images (seeded by the
+    length too, so lengths draw independently); test image k of a length is image k // n of class
+    k % n in a per-class order that does not depend on the length (so the lengths share a prefix).
+    """
+    from builders.icl import CLASS_COUNTS, MAX_CLASSES
+
+    train, test, domains, _, _ = ICL_POOLS[name]
+    counts = [CLASS_COUNTS[key] for key in LENGTH_KEYS]
+    per_domain = examples / domains
+    exemplars = tests = 0.0
+    for c in range(MAX_CLASSES):
+        miss = 1.0
+        for n, imgs in zip(counts, images):
+            if c < n:
+                k = min(train, (imgs - 1) / n)  # exemplars of one class in one example
+                miss *= (1 - k / train) ** per_domain
+        exemplars += train * (1 - miss)
+        tests += min(test, max(math.ceil(per_domain / n) for n in counts if c < n))
+    distinct = domains * (exemplars + tests)
+    return distinct, domains * MAX_CLASSES * (train + test)
+
+
+def extrapolate(units: dict) -> list[dict]:
+    """One row per MMLongBench dataset: references, distinct images the files layout stores, bytes.
+
+    ``refs``: every image reference of every row at 8K..128K (Table 2 rows x Table 3 images per
+    row): what a layout storing one copy per reference would hold, the upper bound. ``distinct``:
+    what ``images/<family>/<sha256>`` holds, from how the builder draws its images:
+
+    * VRAG (builders/vrag.py): one image per question, its rows (3 or 6 placements) and the five
+      lengths share it (one question set): rows / placements.
+    * VH (builders/vh.py): questions drawn once for all lengths, each question's distractor order
+      fixed (8K's haystack a prefix of 128K's): per question its 128K images; every question of
+      VH-Single and VH-Multi shuffles the same COCO val2017 (5,000 images), so the family covers
+      at most that pool (expected coverage of uniform draws).
+    * MM-NIAH (builders/mmniah.py): a haystack is the record's own units, then the following
+      records' (in file order); lengths are prefixes, placements share it: per record its 128K
+      images. Neighbouring records' windows overlap (not counted), so this is an upper estimate.
+    * ICL (builders/icl.py): see ``_icl``; pools from the sources' published splits.
+    * Summ (builders/summ.py): one document set for all lengths, pages cut from the end (GovReport)
+      or evenly from the ends (Multi-LexSum): shorter lengths are subsets: the 128K pages.
+    * DocVQA (builders/docvqa.py, mmlbdata/docpack.py): one question set, the same seeded padding
+      order at every length (shorter windows inside longer ones): the 128K pages of each question,
+      capped at the pages of the split the padding draws from (min: questions on one document
+      overlap, so the true figure is lower).
+
+    Metadata: ``ref_meta`` bytes per image reference (the measured VH parquet), plus the prompt text
+    of the text-heavy families (VRAG: the whole length; MM-NIAH: the length less its images at
+    ``NIAH_IMAGE_TOKENS`` each) at ``chars_per_token`` x ``zstd_text``.
     """
     import yaml
 
     stats = yaml.safe_load((Path(__file__).resolve().parents[1] / "mmlbdata" / "paper_stats.yaml").read_text())
     bench = next(b for b in stats if b["benchmark"] == "MMLongBench")
-    niah = {"Ret": 1200, "Count": 1178, "Reason": 1158}  # Table 2, text and image needles together
+    text_byte = units["chars_per_token"] * units["zstd_text"]
     rows = []
     for dataset in bench["datasets"]:
-        examples = dataset["examples"] or niah[dataset["name"].split("-")[2].split()[0]] / 2
-        vh = dataset["name"].startswith("VH")
-        share = reuse if vh else 1.0
-        slots = [examples * n for n in dataset["images"]]
-        meta = sum(examples * (meta_row[8192] + (meta_row[131072] - meta_row[8192]) * (L - 8192) / (131072 - 8192))
-                   for L in LENGTHS)
-        rows.append({"dataset": dataset["name"], "slots": sum(slots),
-                     "files_low": slots[-1] / share * per_image + meta,
-                     "files_high": sum(slots) / share * per_image + meta,
-                     "embedded": sum(slots) / share * (embedded_copies if vh else 1.0) * per_image + meta})
+        name, images = dataset["name"], dataset["images"]
+        niah = name.startswith("MM-NIAH")
+        examples = dataset["examples"] or NIAH_ROWS[name.split("-")[2].split()[0]] / 2
+        refs = sum(examples * n for n in images)
+        family = "MM-NIAH" if niah else FAMILY[name]
+        kind, bytes_each = "photo", units["photo"]
+        if family == "VRAG":
+            distinct, pool = examples / PLACEMENTS[name], None
+            note = f"1 image per question, {PLACEMENTS[name]} rows per question, shared by all lengths"
+        elif family == "VH":
+            pool = COCO_VAL2017[0]
+            distinct = pool * (1 - (1 - min(pool, images[-1]) / pool) ** (examples / PLACEMENTS[name]))
+            kind, bytes_each = "coco", COCO_VAL2017[1] / COCO_VAL2017[0]
+            note = "per question its 128K haystack; COCO val2017 5,000 images shared with the other VH dataset"
+        elif niah:
+            distinct, pool = examples / PLACEMENTS[name] * images[-1], None
+            note = f"per record its 128K haystack ({PLACEMENTS[name]} rows per record); upper: neighbours overlap"
+        elif family == "ICL":
+            distinct, pool = _icl(name, examples, images)
+            kind, bytes_each = name, ICL_POOLS[name][3]
+            note = ICL_POOLS[name][4]
+        elif family == "Summ":
+            distinct, pool, kind, bytes_each = examples * images[-1], None, "page", units["page"]
+            note = "one document set; shorter lengths are subsets of the 128K pages"
+        else:
+            pool, kind, note = DOC_POOLS[name]
+            bytes_each = units["photo" if kind == "slide" else kind]
+            distinct = min(examples * images[-1], pool)
+        text_tokens = 0.0
+        if family == "VRAG":
+            text_tokens = examples * sum(LENGTHS)
+        elif niah:
+            text_tokens = examples * sum(max(0, L - n * NIAH_IMAGE_TOKENS) for L, n in zip(LENGTHS, images))
+        meta = refs * units["ref_meta"] + text_tokens * text_byte
+        rows.append({"family": family, "dataset": name, "rows": examples * len(LENGTHS), "refs": refs,
+                     "per_question": images[-1],
+                     "distinct": distinct, "pool": pool, "kind": kind, "bytes_each": bytes_each, "meta": meta,
+                     "note": note})
     return rows
+
+
+def families(rows: list[dict]) -> list[dict]:
+    """Per family: distinct images (VH: the two datasets' draws covering one COCO pool), bytes, files."""
+    out = {}
+    for row in rows:
+        fam = out.setdefault(row["family"], {"family": row["family"], "datasets": 0, "rows": 0, "refs": 0.0,
+                                             "distinct": 0.0, "image_bytes": 0.0, "upper_bytes": 0.0, "meta": 0.0})
+        fam["datasets"] += 1
+        fam["rows"] += row["rows"]
+        fam["refs"] += row["refs"]
+        fam["meta"] += row["meta"]
+        fam["upper_bytes"] += row["refs"] * row["bytes_each"]
+        if row["family"] != "VH":
+            fam["distinct"] += row["distinct"]
+            fam["image_bytes"] += row["distinct"] * row["bytes_each"]
+    vh = [r for r in rows if r["family"] == "VH"]
+    pool, size = COCO_VAL2017
+    # each question shuffles the pool and takes its 128K haystack: (questions, images per question)
+    questions = [(r["rows"] / len(LENGTHS) / PLACEMENTS[r["dataset"]], r["per_question"]) for r in vh]
+    miss = math.prod((1 - min(pool, k) / pool) ** q for q, k in questions)
+    out["VH"]["distinct"] = pool * (1 - miss)
+    out["VH"]["image_bytes"] = out["VH"]["distinct"] * size / pool
+    for fam in out.values():
+        fam["configs"] = fam["datasets"] * len(LENGTHS)
+        fam["files"] = fam["distinct"] + FILES_PER_CONFIG * fam["configs"]
+        fam["bytes"] = fam["image_bytes"] + fam["meta"]
+    return list(out.values())
+
+
+def print_extrapolation(units: dict) -> dict:
+    rows = extrapolate(units)
+    fams = families(rows)
+    src = units["source"]
+    print("\nWhole MMLongBench in the files layout (16 datasets x 8K..128K, Table 2 rows, Table 3 images per row)")
+    print(f"bytes per image: photo {units['photo'] / 1e3:.0f} KB ({src['photo']}), COCO val2017 "
+          f"{COCO_VAL2017[1] / COCO_VAL2017[0] / 1e3:.0f} KB (registry zip / 5,000), PDF page at 144 DPI (PNG) "
+          f"{units['page'] / 1e3:.0f} KB ({src['page']}), LongDocURL page upscaled to 144 DPI (PNG) "
+          f"{units['page_x2'] / 1e3:.0f} KB ({src['page_x2']}); ICL per source (registry size / images); "
+          f"metadata {units['ref_meta']:.1f} B per reference ({src['ref_meta']}) + prompt text "
+          f"{units['chars_per_token']:.2f} chars/token x zstd {units['zstd_text']:.2f}")
+    print("\nAssumptions (pool the recipe draws from, where the number comes from):")
+    print(table([{"dataset": r["dataset"], "pool": "-" if r["pool"] is None else f"{r['pool']:,.0f}",
+                  "kind": r["kind"], "how": r["note"]} for r in rows], ["dataset", "pool", "kind", "how"]))
+    print("\nPer dataset:")
+    print(table([{"dataset": r["dataset"], "rows": f"{r['rows']:,.0f}", "refs (upper)": f"{r['refs']:,.0f}",
+                  "distinct": f"{r['distinct']:,.0f}" + (" *" if r["family"] == "VH" else ""),
+                  "KB/img": f"{r['bytes_each'] / 1e3:.0f}", "images_GB": gb(r["distinct"] * r["bytes_each"]),
+                  "upper_GB": gb(r["refs"] * r["bytes_each"]), "meta_GB": gb(r["meta"])} for r in rows],
+                ["dataset", "rows", "refs (upper)", "distinct", "KB/img", "images_GB", "upper_GB", "meta_GB"]))
+    print("  * this dataset alone; VH-Single and VH-Multi draw from one COCO val2017 pool, stored once "
+          "(per family below)")
+    total = {k: sum(f[k] for f in fams) for k in ("rows", "refs", "distinct", "image_bytes", "meta", "bytes",
+                                                   "upper_bytes", "files", "configs")}
+    shown = [{"family": f["family"], "configs": f["configs"], "refs (upper)": f"{f['refs']:,.0f}",
+              "distinct images": f"{f['distinct']:,.0f}", "images_GB": gb(f["image_bytes"]),
+              "meta_GB": gb(f["meta"]), "GB": gb(f["bytes"]), "upper_GB": gb(f["upper_bytes"] + f["meta"]),
+              "files": f"{f['files']:,.0f}"} for f in fams]
+    shown.append({"family": "total", "configs": total["configs"], "refs (upper)": f"{total['refs']:,.0f}",
+                  "distinct images": f"{total['distinct']:,.0f}", "images_GB": gb(total["image_bytes"]),
+                  "meta_GB": gb(total["meta"]), "GB": gb(total["bytes"]),
+                  "upper_GB": gb(total["upper_bytes"] + total["meta"]), "files": f"{total['files'] + 1:,.0f}"})
+    print("\nPer family (files = distinct images + metadata parquet and manifest per config; + README):")
+    print(table(shown, list(shown[0])))
+    print(f"\nrepository: {gb(total['bytes'])} GB in {total['files'] + 1:,.0f} files (Hub guidance: under "
+          f"{HUB_FILES_GUIDANCE:,} files per repository); upper bound (every reference stored): "
+          f"{gb(total['upper_bytes'] + total['meta'])} GB; official release: {OFFICIAL_RELEASE}")
+    return total
 
 
 def gb(n: float) -> str:
@@ -239,9 +494,17 @@ def main() -> None:
     parser.add_argument("--embedded-rows-8k", type=int, default=120)
     parser.add_argument("--embedded-rows-128k", type=int, default=12)
     parser.add_argument("--keep", type=Path, default=None, help="work here and keep the folders")
+    parser.add_argument("--extrapolate-only", action="store_true",
+                        help="only part 4 (seconds): page, text and metadata units measured from the test data, "
+                             "photos at --per-image bytes")
+    parser.add_argument("--per-image", type=float, default=None,
+                        help="bytes per JPEG photo for --extrapolate-only (default: the last full run's 104 KB)")
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(*args.child)))
+        return
+    if args.extrapolate_only:
+        print_extrapolation(measure_units(photo=args.per_image))
         return
     tokenizer = Path(os.environ.get("MMLB_TOKENIZER") or test_data() / "llama2" / "tokenizer.model")
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench_layout-"))
@@ -311,24 +574,11 @@ def main() -> None:
           f"manifests; ratio to distinct image bytes + metadata: {files_bytes / (union + meta):.3f}")
     print(f"embedded folder at {sizes['embedded']} rows: {built[('embedded', 'folder_bytes')] / 1e6:.1f} MB")
 
-    emb = [built[("embedded", c)] for c in sizes["embedded"]]
-    fil = {L: built[("files", c)] for L, c in ((8192, "vh_single_8k"), (131072, "vh_single_128k"))}
-    per_image = union / max(1, len(list((work / "files" / "images").rglob("*.jpg"))))
-    meta_row = {L: s.metadata_bytes / s.num_rows for L, s in fil.items()}
-    reuse = sum(s.num_images for s in fil.values()) / sum(s.num_unique_images for s in fil.values())
-    copies = sum(s.num_bytes for s in emb) / sum(s.image_bytes_unique for s in emb)
-    rows = extrapolate(per_image, meta_row, copies, reuse)
-    print(f"\nWhole MMLongBench, extrapolated ({per_image / 1e3:.0f} KB per image as measured here, metadata "
-          f"{meta_row[8192] / 1e3:.1f}-{meta_row[131072] / 1e3:.1f} KB per row, VH slots per distinct image "
-          f"{reuse:.1f}, embedded VH copies per distinct image {copies:.1f}; pools shared across examples "
-          f"not counted, see extrapolate()):")
-    total = {k: sum(r[k] for r in rows) for k in ("slots", "files_low", "files_high", "embedded")}
-    shown = [{"dataset": r["dataset"], "slots": f"{r['slots']:,.0f}", "files_GB": f"{gb(r['files_low'])}-{gb(r['files_high'])}",
-              "embedded_GB": gb(r["embedded"])} for r in rows]
-    shown.append({"dataset": "total", "slots": f"{total['slots']:,.0f}",
-                  "files_GB": f"{gb(total['files_low'])}-{gb(total['files_high'])}", "embedded_GB": gb(total["embedded"])})
-    print(table(shown, ["dataset", "slots", "files_GB", "embedded_GB"]))
-    print(f"official release: {OFFICIAL_RELEASE}")
+    images_root = work / "files" / "images"
+    per_image = union / max(1, len(list(images_root.rglob("*.jpg"))))
+    fil = [built[("files", c)] for c in sizes["files"]]
+    ref_meta = sum(s.metadata_bytes for s in fil) / max(1, sum(s.num_images for s in fil))
+    print_extrapolation(measure_units(photo=per_image, ref_meta=ref_meta))
     print(f"(work folder: {work})")
 
 
