@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import cached_property
 from math import isclose
 
 from . import official as off
@@ -300,8 +301,10 @@ class DocQA(MMLongBenchMetric):
                 results[i] = result
         return results
 
-    def judge_many(self, texts, examples) -> list[ScoreResult]:
-        """One judge call per example (concurrent, cached by the judge client)."""
+    @cached_property
+    def judge_prompts(self):
+        """The ``judge_prompts`` option as loaded :class:`JudgePrompts`, read once per metric (a
+        path given to ``get_metric`` is not parsed again for every ``score`` call)."""
         from .. import docqa_judge as dj
 
         prompts = self.options.get("judge_prompts")
@@ -309,7 +312,13 @@ class DocQA(MMLongBenchMetric):
             raise ValueError("docqa under protocol v1.1 with a judge needs the official judge prompts: "
                              f"`mmlb fetch {dj.SOURCE_KEY} --dest DIR`, then --judge-prompts DIR "
                              "(or --extractor none for the rule-based score)")
-        prompts = prompts if isinstance(prompts, dj.JudgePrompts) else dj.load_prompts(prompts)
+        return prompts if isinstance(prompts, dj.JudgePrompts) else dj.load_prompts(prompts)
+
+    def judge_many(self, texts, examples) -> list[ScoreResult]:
+        """One judge call per example (concurrent, cached by the judge client)."""
+        from .. import docqa_judge as dj
+
+        prompts = self.judge_prompts
         cases = [judge_case(t, e, self.system_template, self.first_line) for t, e in zip(texts, examples)]
         replies = self.options["judge"].complete_many(
             [prompts.request(c["question"], c["reference"], c["parsed"], c["is_list"]) for c in cases],
