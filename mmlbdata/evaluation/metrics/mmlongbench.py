@@ -285,8 +285,11 @@ class DocQA(MMLongBenchMetric):
         if self.official:
             kind = LONG_FORMAT.get(str(fmt), str(fmt))
             gold = meta_of(example).get("answer_json", answers[0]) if kind == "List" else answers[0]
-            return official_result(lambda: off.docqa(text, gold, kind, self.system_template, self.first_line),
-                                   off.mmlb_parse_output(text, self.system_template, self.first_line))
+            # data.py ``docqa_post_process`` (v1.0: ``dcoqa_post_process``): only ``parse_output(text,
+            # prefix=system_template)`` is scored; on the runner's text the first ``Answer:`` is the
+            # prepended one, so that is the whole output (v1.1) or its first line (v1.0)
+            parsed = off.mmlb_parse_output(text, self.system_template, self.first_line)
+            return official_result(lambda: off.docqa_score(gold, parsed, kind), parsed)
 
         def one(candidate):
             return ScoreResult(max(docqa_score(g, candidate, fmt) for g in answers), candidate)
