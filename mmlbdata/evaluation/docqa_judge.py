@@ -148,12 +148,13 @@ def single_score(reply: Optional[str]) -> tuple[Any, dict]:
     else the JSON ``answer_score`` (whatever type it has), else 0.0."""
     text = reply if isinstance(reply, str) else ""
     hit = _SCORE.search(text)
-    data = json_after_marker(reply, ["answer_score"])
     if hit:
         try:
             return int(hit.group(1)), {"read": "score line"}
         except ValueError:  # over Python's digit limit: the official try block leaves score None
             pass
+    # the official code decodes the JSON of every reply but reads it only without a score line
+    data = json_after_marker(reply, ["answer_score"])
     if isinstance(data, dict) and "answer_score" in data:
         return data["answer_score"], {"read": "json"}
     return 0.0, {"read": "none"}
