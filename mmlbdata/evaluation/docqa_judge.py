@@ -182,9 +182,7 @@ def list_f1_official(counts: Optional[dict], num_gold: int) -> float:
 
 
 def _number(value: Any) -> Optional[float]:
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, (int, float)):
+    if isinstance(value, (int, float)):  # bool included (True -> 1.0)
         return float(value)
     try:
         return float(str(value).strip())
