@@ -23,7 +23,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional, Union
 
 SOURCE_KEY = "mmlb_judge_prompts"
 PROMPT_FILE = "utils_prompt.py"
@@ -166,17 +166,19 @@ def list_counts(reply: Optional[str]) -> Optional[dict]:
     return data if isinstance(data, dict) and all(k in data for k in LIST_KEYS) else None
 
 
-def list_f1_official(counts: Optional[dict], num_gold: int) -> float:
+def list_f1_official(counts: Optional[dict], num_gold: Union[int, Callable[[], int]]) -> float:
     """``eval_docqa_list_score_with_llm_judge``: 0 without both counts or when ``covered_count``
     is not positive; else F1 of recall = covered / gold items and precision = covered / the
     student's items, clipped to [0, 1]. Raises where the official code raises (no gold items,
-    zero student items with covered > 0, a count that is not a number)."""
+    zero student items with covered > 0, a count that is not a number). ``num_gold`` may be a
+    function: it is then called only past those two checks, as utils.py @22b9f27 L487 reads the
+    gold (``len(json.loads(gt))``) only there, so a gold it cannot read raises nothing before."""
     if counts is None:
         return 0.0
     student, covered = counts["student_answer_count"], counts["covered_count"]
     if not covered > 0:
         return 0.0
-    recall = covered / num_gold
+    recall = covered / (num_gold() if callable(num_gold) else num_gold)
     precision = covered / student
     return max(min((2 * recall * precision) / (recall + precision), 1.0), 0.0)
 

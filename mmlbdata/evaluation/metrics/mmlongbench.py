@@ -395,7 +395,8 @@ def judged_result(reply, case: dict, official: bool) -> ScoreResult:
         counts = dj.list_counts(reply)
         extra["judge_counts"] = counts
         if official:
-            return official_result(lambda: dj.list_f1_official(counts, len(off.docqa_list_gold(case["reference"]))),
+            num_gold = lambda: len(off.docqa_list_gold(case["reference"]))  # noqa: E731 (read only if needed)
+            return official_result(lambda: dj.list_f1_official(counts, num_gold),
                                    case["parsed"], **extra)
         items = parse.as_list(case["reference"])
         return ScoreResult(dj.list_f1(counts, len(items)), case["parsed"], extra)
