@@ -17,6 +17,7 @@ from . import official as off
 from .common import best_of, golds, meta_of, official_result
 from .registry import Metric, ScoreResult, register
 from .. import parse
+from ...prompts import answer_prefix, doc_question
 from ...sources.docqa import LONG_FORMAT
 
 
@@ -43,9 +44,7 @@ class MMLongBenchMetric(Metric):
     @property
     def system_template(self) -> str:
         """The loader's ``system_template`` (``mmlbdata.prompts``, held there once)."""
-        from ... import prompts
-
-        return prompts.answer_prefix(self.loader)
+        return answer_prefix(self.loader)
 
     def scored_text(self, prediction):
         """What the scorer reads: the runner's text in parity mode, else the output itself."""
@@ -362,8 +361,6 @@ def judge_question(example: dict) -> str:
     doc = meta_of(example).get("doc_name")
     if doc is None or question.startswith("Based on Document "):
         return question
-    from ...prompts import doc_question
-
     return doc_question(str(doc), question)
 
 
