@@ -143,21 +143,22 @@ def json_after_marker(text: Optional[str], keys) -> dict:
     return found
 
 
-def single_score(reply: Optional[str]) -> tuple[Any, dict]:
+def single_score(reply: Optional[str]) -> tuple[Any, str]:
     """``eval_docqa_score_with_llm_judge`` after the call: ``[Score]: N point(s)`` as an int,
-    else the JSON ``answer_score`` (whatever type it has), else 0.0."""
+    else the JSON ``answer_score`` (whatever type it has), else 0.0; with which of the three it read
+    ("score line", "json", "none")."""
     text = reply if isinstance(reply, str) else ""
     hit = _SCORE.search(text)
     if hit:
         try:
-            return int(hit.group(1)), {"read": "score line"}
+            return int(hit.group(1)), "score line"
         except ValueError:  # over Python's digit limit: the official try block leaves score None
             pass
     # the official code decodes the JSON of every reply but reads it only without a score line
     data = json_after_marker(reply, ["answer_score"])
     if isinstance(data, dict) and "answer_score" in data:
-        return data["answer_score"], {"read": "json"}
-    return 0.0, {"read": "none"}
+        return data["answer_score"], "json"
+    return 0.0, "none"
 
 
 def list_counts(reply: Optional[str]) -> Optional[dict]:

@@ -397,8 +397,7 @@ def judged_result(reply, case: dict, official: bool) -> ScoreResult:
                                    case["parsed"], **extra)
         items = parse.as_list(case["reference"])
         return ScoreResult(dj.list_f1(counts, len(items)), case["parsed"], extra)
-    value, how = dj.single_score(reply)
-    extra["judge_read"] = how["read"]
+    value, extra["judge_read"] = dj.single_score(reply)
     if official:
         return official_result(lambda: dj.official_score(value), case["parsed"], **extra)
     return ScoreResult(dj.clamp_score(value), case["parsed"], extra)
