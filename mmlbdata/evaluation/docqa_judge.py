@@ -79,7 +79,7 @@ def load_prompts(path: str | Path) -> JudgePrompts:
     data = file.read_bytes()
     try:
         tree = ast.parse(data.decode("utf-8"), filename=str(file))
-    except (SyntaxError, UnicodeDecodeError, ValueError) as err:
+    except (SyntaxError, ValueError) as err:  # ValueError: UnicodeDecodeError, NUL bytes
         raise JudgePromptsError(f"{file}: not a readable Python file ({type(err).__name__}: {err})") from err
     texts = {}
     for node in tree.body:
