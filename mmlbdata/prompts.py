@@ -11,6 +11,7 @@ family in this project keeps it. ``docs/prompts.md`` lists every template with i
 """
 from __future__ import annotations
 
+from .protocol import get as get_protocol
 from .tokens import IMAGE_PLACEHOLDER
 
 ANSWER_LINE = "Write your answer in the following format:\nAnswer: [answer]\n\n{context}\n\nQuestion: {question}"
@@ -78,9 +79,7 @@ def page_item(doc_id: str, page_id) -> str:
 def doc_page_item(doc_id: str, page_id, protocol=None) -> str:
     """A document-QA page: with its page id under protocol v1.0 (``PAGE``), without under v1.1
     (``DOC_PAGE_V11``); summaries keep ``page_item`` in both."""
-    from .protocol import get
-
-    template = PAGE if get(protocol).doc_page_ids else DOC_PAGE_V11
+    template = PAGE if get_protocol(protocol).doc_page_ids else DOC_PAGE_V11
     return template.format(doc_id=doc_id, page_id=page_id)
 
 

@@ -162,6 +162,21 @@ def test_list_f1_from_the_judge_counts():
     assert dj.list_f1({"student_answer_count": "3", "covered_count": "2"}, 4) == pytest.approx(4 / 7)
 
 
+def test_list_gold_is_read_only_when_the_f1_needs_it():
+    """utils.py @22b9f27 L483-493 (eval_docqa_list_score_with_llm_judge): `json.loads(gt)` runs
+    only inside `if count > 0` (L486-487), so a List gold that is no JSON (`paris`) with a judge
+    reply of covered_count 0, or without both counts, scores 0.0 and the official run goes on;
+    only covered_count > 0 reaches json.loads and raises."""
+    from mmlbdata.evaluation.metrics.mmlongbench import judged_result
+
+    case = {"question": "q", "reference": "paris", "is_list": True, "parsed": "paris"}
+    for reply in ('[JSON]: {"student_answer_count": 1, "covered_count": 0}', "no counts"):
+        result = judged_result(reply, case, official=True)
+        assert result.score == 0.0 and "official_crash" not in result.extra
+    crashed = judged_result('[JSON]: {"student_answer_count": 1, "covered_count": 1}', case, official=True)
+    assert crashed.score == 0.0 and "official_crash" in crashed.extra
+
+
 @pytest.mark.parametrize("reply, counts", [
     ("[Rationale]: two of four.\n[JSON]:\n{\n    \"student_answer_count\": 3,\n    \"covered_count\": 2\n}", (3, 2)),
     ("{\"student_answer_count\": 3, \"covered_count\": 2}", (3.0, 2.0)),  # regex fallback: floats

@@ -23,7 +23,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional, Union
 
 SOURCE_KEY = "mmlb_judge_prompts"
 PROMPT_FILE = "utils_prompt.py"
@@ -79,7 +79,7 @@ def load_prompts(path: str | Path) -> JudgePrompts:
     data = file.read_bytes()
     try:
         tree = ast.parse(data.decode("utf-8"), filename=str(file))
-    except (SyntaxError, UnicodeDecodeError, ValueError) as err:
+    except (SyntaxError, ValueError) as err:  # ValueError: UnicodeDecodeError, NUL bytes
         raise JudgePromptsError(f"{file}: not a readable Python file ({type(err).__name__}: {err})") from err
     texts = {}
     for node in tree.body:
@@ -143,20 +143,22 @@ def json_after_marker(text: Optional[str], keys) -> dict:
     return found
 
 
-def single_score(reply: Optional[str]) -> tuple[Any, dict]:
+def single_score(reply: Optional[str]) -> tuple[Any, str]:
     """``eval_docqa_score_with_llm_judge`` after the call: ``[Score]: N point(s)`` as an int,
-    else the JSON ``answer_score`` (whatever type it has), else 0.0."""
+    else the JSON ``answer_score`` (whatever type it has), else 0.0; with which of the three it read
+    ("score line", "json", "none")."""
     text = reply if isinstance(reply, str) else ""
     hit = _SCORE.search(text)
-    data = json_after_marker(reply, ["answer_score"])
     if hit:
         try:
-            return int(hit.group(1)), {"read": "score line"}
+            return int(hit.group(1)), "score line"
         except ValueError:  # over Python's digit limit: the official try block leaves score None
             pass
+    # the official code decodes the JSON of every reply but reads it only without a score line
+    data = json_after_marker(reply, ["answer_score"])
     if isinstance(data, dict) and "answer_score" in data:
-        return data["answer_score"], {"read": "json"}
-    return 0.0, {"read": "none"}
+        return data["answer_score"], "json"
+    return 0.0, "none"
 
 
 def list_counts(reply: Optional[str]) -> Optional[dict]:
@@ -165,25 +167,25 @@ def list_counts(reply: Optional[str]) -> Optional[dict]:
     return data if isinstance(data, dict) and all(k in data for k in LIST_KEYS) else None
 
 
-def list_f1_official(counts: Optional[dict], num_gold: int) -> float:
+def list_f1_official(counts: Optional[dict], num_gold: Union[int, Callable[[], int]]) -> float:
     """``eval_docqa_list_score_with_llm_judge``: 0 without both counts or when ``covered_count``
     is not positive; else F1 of recall = covered / gold items and precision = covered / the
     student's items, clipped to [0, 1]. Raises where the official code raises (no gold items,
-    zero student items with covered > 0, a count that is not a number)."""
+    zero student items with covered > 0, a count that is not a number). ``num_gold`` may be a
+    function: it is then called only past those two checks, as utils.py @22b9f27 L487 reads the
+    gold (``len(json.loads(gt))``) only there, so a gold it cannot read raises nothing before."""
     if counts is None:
         return 0.0
     student, covered = counts["student_answer_count"], counts["covered_count"]
     if not covered > 0:
         return 0.0
-    recall = covered / num_gold
+    recall = covered / (num_gold() if callable(num_gold) else num_gold)
     precision = covered / student
     return max(min((2 * recall * precision) / (recall + precision), 1.0), 0.0)
 
 
 def _number(value: Any) -> Optional[float]:
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, (int, float)):
+    if isinstance(value, (int, float)):  # bool included (True -> 1.0)
         return float(value)
     try:
         return float(str(value).strip())

@@ -33,6 +33,7 @@ import math
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
+from itertools import accumulate
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -449,10 +450,7 @@ class TextLayout:
 
 def pages_of_words(layout: TextLayout, word_indices: Iterable[int]) -> list[int]:
     """Page index holding each word index (by the layout's per-page word counts)."""
-    bounds, total = [], 0
-    for count in layout.words_per_page():
-        total += count
-        bounds.append(total)
+    bounds = list(accumulate(layout.words_per_page()))  # words up to the end of each page
     return sorted({min(bisect.bisect_right(bounds, w), len(bounds) - 1) for w in word_indices})
 
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import math
 import re
+from functools import cached_property
 from math import isclose
 
 from . import official as off
 from .common import best_of, golds, meta_of, official_result
 from .registry import Metric, ScoreResult, register
 from .. import parse
+from ...prompts import answer_prefix, doc_question
 from ...sources.docqa import LONG_FORMAT
 
 
@@ -42,9 +44,7 @@ class MMLongBenchMetric(Metric):
     @property
     def system_template(self) -> str:
         """The loader's ``system_template`` (``mmlbdata.prompts``, held there once)."""
-        from ... import prompts
-
-        return prompts.answer_prefix(self.loader)
+        return answer_prefix(self.loader)
 
     def scored_text(self, prediction):
         """What the scorer reads: the runner's text in parity mode, else the output itself."""
@@ -284,8 +284,11 @@ class DocQA(MMLongBenchMetric):
         if self.official:
             kind = LONG_FORMAT.get(str(fmt), str(fmt))
             gold = meta_of(example).get("answer_json", answers[0]) if kind == "List" else answers[0]
-            return official_result(lambda: off.docqa(text, gold, kind, self.system_template, self.first_line),
-                                   off.mmlb_parse_output(text, self.system_template, self.first_line))
+            # data.py ``docqa_post_process`` (v1.0: ``dcoqa_post_process``): only ``parse_output(text,
+            # prefix=system_template)`` is scored; on the runner's text the first ``Answer:`` is the
+            # prepended one, so that is the whole output (v1.1) or its first line (v1.0)
+            parsed = off.mmlb_parse_output(text, self.system_template, self.first_line)
+            return official_result(lambda: off.docqa_score(gold, parsed, kind), parsed)
 
         def one(candidate):
             return ScoreResult(max(docqa_score(g, candidate, fmt) for g in answers), candidate)
@@ -300,8 +303,10 @@ class DocQA(MMLongBenchMetric):
                 results[i] = result
         return results
 
-    def judge_many(self, texts, examples) -> list[ScoreResult]:
-        """One judge call per example (concurrent, cached by the judge client)."""
+    @cached_property
+    def judge_prompts(self):
+        """The ``judge_prompts`` option as loaded :class:`JudgePrompts`, read once per metric (a
+        path given to ``get_metric`` is not parsed again for every ``score`` call)."""
         from .. import docqa_judge as dj
 
         prompts = self.options.get("judge_prompts")
@@ -309,7 +314,13 @@ class DocQA(MMLongBenchMetric):
             raise ValueError("docqa under protocol v1.1 with a judge needs the official judge prompts: "
                              f"`mmlb fetch {dj.SOURCE_KEY} --dest DIR`, then --judge-prompts DIR "
                              "(or --extractor none for the rule-based score)")
-        prompts = prompts if isinstance(prompts, dj.JudgePrompts) else dj.load_prompts(prompts)
+        return prompts if isinstance(prompts, dj.JudgePrompts) else dj.load_prompts(prompts)
+
+    def judge_many(self, texts, examples) -> list[ScoreResult]:
+        """One judge call per example (concurrent, cached by the judge client)."""
+        from .. import docqa_judge as dj
+
+        prompts = self.judge_prompts
         cases = [judge_case(t, e, self.system_template, self.first_line) for t, e in zip(texts, examples)]
         replies = self.options["judge"].complete_many(
             [prompts.request(c["question"], c["reference"], c["parsed"], c["is_list"]) for c in cases],
@@ -350,8 +361,6 @@ def judge_question(example: dict) -> str:
     doc = meta_of(example).get("doc_name")
     if doc is None or question.startswith("Based on Document "):
         return question
-    from ...prompts import doc_question
-
     return doc_question(str(doc), question)
 
 
@@ -383,12 +392,12 @@ def judged_result(reply, case: dict, official: bool) -> ScoreResult:
         counts = dj.list_counts(reply)
         extra["judge_counts"] = counts
         if official:
-            return official_result(lambda: dj.list_f1_official(counts, len(off.docqa_list_gold(case["reference"]))),
+            num_gold = lambda: len(off.docqa_list_gold(case["reference"]))  # noqa: E731 (read only if needed)
+            return official_result(lambda: dj.list_f1_official(counts, num_gold),
                                    case["parsed"], **extra)
         items = parse.as_list(case["reference"])
         return ScoreResult(dj.list_f1(counts, len(items)), case["parsed"], extra)
-    value, how = dj.single_score(reply)
-    extra["judge_read"] = how["read"]
+    value, extra["judge_read"] = dj.single_score(reply)
     if official:
         return official_result(lambda: dj.official_score(value), case["parsed"], **extra)
     return ScoreResult(dj.clamp_score(value), case["parsed"], extra)

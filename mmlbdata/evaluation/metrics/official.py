@@ -301,14 +301,6 @@ def docqa_list_gold(gold) -> list:
         return value
 
 
-def docqa(prediction: str, gold, answer_format: str, prefix: str, first_line: bool = False) -> float:
-    """data.py ``docqa_post_process``: only ``parse_output(prediction, prefix=system_template)`` is
-    scored. On the runner's text (:func:`runner_output`) the first ``Answer:`` is the prepended one,
-    so that is the whole output (v1.1) or its first line (v1.0), not the text after a later
-    ``Answer:`` the model wrote."""
-    return docqa_score(gold, mmlb_parse_output(prediction, prefix, first_line), answer_format)
-
-
 # --- MMLongBench-Doc eval/eval_score.py ---------------------------------------------------------
 
 def doc_clean(value) -> str:

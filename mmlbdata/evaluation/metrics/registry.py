@@ -61,7 +61,9 @@ class Metric:
 
     @property
     def first_line(self) -> bool:
-        """Parity mode reads MMLongBench answers with protocol v1.0's first-line ``parse_output``."""
+        """Whether MMLongBench's ``parse_output`` reads only the rest of the prefix's line (protocol
+        v1.0) rather than everything after it (v1.1): the protocol's flag, whatever the parity (parity
+        mode's parse and the judge's parsed answer both read it)."""
         return self.protocol.parse_first_line
 
     def score(self, prediction: str, example: dict) -> ScoreResult:  # pragma: no cover - abstract
