@@ -556,19 +556,15 @@ def metadata_schema(features: Features, image_columns: list[str]) -> pa.Schema:
 def image_file_extension(path: str) -> str:
     """The image file's extension as imagefolder knows it (``.jpeg`` -> ``jpg``); sniffed from the
     magic bytes when the name has none it accepts (a store object always has one)."""
+    from .exports import image_extension
+
     suffix = Path(path).suffix.lower().lstrip(".")
     suffix = {"jpeg": "jpg"}.get(suffix, suffix)
     if suffix in _IMAGE_EXTENSIONS:
         return suffix
     with open(path, "rb") as handle:
-        head = handle.read(12)
-    if head[:3] == b"\xff\xd8\xff":
-        return "jpg"
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return "webp"
-    if head[:4] == b"GIF8":
-        return "gif"
-    return "png"
+        sniffed = image_extension(handle.read(12))
+    return sniffed if sniffed in _IMAGE_EXTENSIONS else "png"
 
 
 
