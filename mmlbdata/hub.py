@@ -36,7 +36,7 @@ from typing import Any, Optional, Protocol, Union
 from .demo import demo_configs
 from .paths import resolve_inside
 from .stats import configs_in, image_paths, is_files_layout, shard_files
-from .writer import SPLIT, metadata_filename, read_manifest
+from .writer import METADATA_SUFFIX, SPLIT, metadata_filename, read_manifest
 
 README = "README.md"
 Payload = Union[Path, bytes]
@@ -314,8 +314,8 @@ def check_one_layout_on_hub(folder: Path, names: list[str], remote_files: set[st
         parts = path.split("/")
         if len(parts) == 3 and parts[0] == "data" and parts[2].startswith(f"{SPLIT}-"):
             layouts[parts[1]] = "embedded"
-        elif len(parts) == 1 and path.endswith(".metadata.parquet"):
-            layouts[path[:-len(".metadata.parquet")]] = "files"
+        elif len(parts) == 1 and path.endswith(METADATA_SUFFIX):
+            layouts[path[:-len(METADATA_SUFFIX)]] = "files"
     for name in names:
         files = shard_files(folder, name)
         layouts[name] = "files" if files and is_files_layout(files[0]) else "embedded"

@@ -16,11 +16,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .writer import FILE_NAMES_SUFFIX, SPLIT, metadata_path
+from .writer import FILE_NAMES_SUFFIX, METADATA_SUFFIX, SPLIT, metadata_path
 
 IMAGE_PATH_COLUMN = "images.list.element.path"
 IMAGE_FILES_COLUMN = "images" + FILE_NAMES_SUFFIX  # files layout: relative paths into images/
-METADATA_SUFFIX = ".metadata.parquet"
 
 
 def configs_in(folder: Path) -> list[str]:

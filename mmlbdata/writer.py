@@ -94,13 +94,16 @@ FILE_NAMES_SUFFIX = "_file_names"  # <column>_file_names: what the folder-based 
 _IMAGE_EXTENSIONS = {"jpg", "png", "webp", "gif", "bmp", "tif", "tiff"}
 
 
-def metadata_path(out_dir: os.PathLike, config: str) -> Path:
-    """``<config>.metadata.parquet`` at the folder's root: a ``files``-layout config's rows."""
-    return Path(out_dir) / f"{config}.metadata.parquet"
+METADATA_SUFFIX = ".metadata.parquet"
 
 
 def metadata_filename(config: str) -> str:
-    return f"{config}.metadata.parquet"
+    return f"{config}{METADATA_SUFFIX}"
+
+
+def metadata_path(out_dir: os.PathLike, config: str) -> Path:
+    """``<config>.metadata.parquet`` at the folder's root: a ``files``-layout config's rows."""
+    return Path(out_dir) / metadata_filename(config)
 
 
 def config_data_dir(out_dir: Path, config: str) -> Path:
@@ -622,7 +625,7 @@ def check_one_layout(out_dir: Path, config: str, layout: str) -> None:
         others = sorted(p.name for p in data.iterdir() if p.is_dir() and not p.name.startswith(".")
                         and p.name != config) if data.is_dir() else []
     else:
-        others = sorted(p.name[:-len(".metadata.parquet")] for p in out_dir.glob("*.metadata.parquet")
+        others = sorted(p.name[:-len(METADATA_SUFFIX)] for p in out_dir.glob(f"*{METADATA_SUFFIX}")
                         if p.name != metadata_filename(config))
     if others:
         other = "embedded" if layout == "files" else "files"
