@@ -352,7 +352,7 @@ def hub_info_entries(folder: Path, config: str):
     from datasets.info import DatasetInfo
     from datasets.splits import SplitDict, SplitInfo
 
-    from .card import config_data_entry, config_features, config_image_dirs
+    from .card import config_data_entry, config_features, image_dirs
     from .stats import config_distribution
 
     dist = config_distribution(folder, config)
@@ -362,7 +362,7 @@ def hub_info_entries(folder: Path, config: str):
     info.download_size += dist.num_bytes
     info.dataset_size += dist.num_bytes
     info.size_in_bytes = info.download_size + info.dataset_size
-    entry = config_data_entry(config, config_image_dirs(folder, config))
+    entry = config_data_entry(config, image_dirs(dist.image_files))
     entry.pop("config_name")
     if "metadata_filenames" not in entry:  # the form push_to_hub writes
         entry["data_files"] = [{"split": SPLIT, "path": f"data/{config}/{SPLIT}-*"}]

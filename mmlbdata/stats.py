@@ -67,6 +67,7 @@ class Distribution:
     datasets: list[str] = field(default_factory=list)
     num_bytes: int = 0
     num_shards: int = 0
+    image_files: Optional[set[str]] = None  # files layout: the distinct image paths it names (None: embedded)
 
     def summary(self) -> dict:
         rows = len(self.num_tokens)
@@ -106,20 +107,17 @@ def config_distribution(folder: Path, config: str) -> Distribution:
             dist.images += [0] * table.num_rows
         dist.num_bytes += path.stat().st_size
         if image_column == IMAGE_FILES_COLUMN:  # what downloading the config costs: its distinct images too
-            names = set(pc.list_flatten(table.column(image_column)).to_pylist())
-            dist.num_bytes += sum(_size_or_zero(Path(folder) / name) for name in names)
+            dist.image_files = set(pc.list_flatten(table.column(image_column)).to_pylist())
+            dist.num_bytes += sum(_size_or_zero(Path(folder) / name) for name in dist.image_files)
     return dist
 
 
-def stored_bytes(folder: Path, configs: list[str]) -> int:
-    """Bytes on disk of ``configs`` together: their parquet files, and each image they use once
-    (a config's own size counts the images it shares with others)."""
-    total, images = 0, set()
-    for config in configs:
-        for path in shard_files(folder, config):
-            total += path.stat().st_size
-            if is_files_layout(path):
-                images.update(image_paths(path))
+def stored_bytes(folder: Path, dists: list[Distribution]) -> int:
+    """Bytes on disk of these configs together: their parquet files, and each image they use once
+    (a config's own size counts the images it shares with others); the image paths come from
+    the distributions, so no metadata file is read again."""
+    total = sum(path.stat().st_size for dist in dists for path in shard_files(folder, dist.config))
+    images = set().union(*(dist.image_files or () for dist in dists))
     return total + sum(_size_or_zero(Path(folder) / name) for name in images)
 
 
