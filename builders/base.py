@@ -248,10 +248,11 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
                                              protocol=self.option("protocol"))
         tally = release.LengthTally(self.length)
         seen: set[str] = set()
+        image_root = release.image_root(root)
         for number, row in rows:
             if self.limit is not None and tally.rows >= self.limit:
                 break
-            example = self._mmlb_release_example(row, path, relative, number, seen, release.image_root(root))
+            example = self._mmlb_release_example(row, path, relative, number, seen, lambda _name: image_root)
             if example is not None:
                 tally.add(example["num_tokens"])
                 yield example
@@ -326,12 +327,12 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
         return spec.paper_samples if subset == "paper" else None
 
     def _mmlb_release_example(self, row: release.ReleaseRow, path: Path, relative: str, number: int,
-                              seen: set[str], images: Path | Callable[[str], Path]) -> Optional[dict[str, Any]]:
-        """One official row in our schema; a row with an unusable image is skipped and reported."""
+                              seen: set[str], images: Callable[[str], Path]) -> Optional[dict[str, Any]]:
+        """One official row in our schema (``images(name)``: the folder an image lies under); a row
+        with an unusable image is skipped and reported."""
         record = {".jsonl": f"line {number}", ".tsv": f"row {number}"}.get(path.suffix, f"test example {number}")
         try:
-            refs = [self.store.ref_inside(images(name) if callable(images) else images, name, what="image")
-                    for name in row.images]
+            refs = [self.store.ref_inside(images(name), name, what="image") for name in row.images]
         except (BadImageError, OSError) as err:
             self.report.skip(path, record, f"image unusable, row skipped: {err}")
             return None
