@@ -36,7 +36,7 @@ from typing import Any, Optional, Protocol, Union
 from .demo import demo_configs
 from .paths import resolve_inside
 from .stats import configs_in, image_paths, is_files_layout, shard_files
-from .writer import METADATA_SUFFIX, SPLIT, metadata_filename, read_manifest
+from .writer import METADATA_SUFFIX, SPLIT, layout_conflict, metadata_filename, other_layout, read_manifest
 
 README = "README.md"
 Payload = Union[Path, bytes]
@@ -322,11 +322,10 @@ def check_one_layout_on_hub(folder: Path, names: list[str], remote_files: set[st
     mine = {layouts[name] for name in names}
     others = sorted(name for name, layout in layouts.items() if layout not in mine)
     if len(mine) == 1 and others:
-        other = "embedded" if mine == {"files"} else "files"
-        raise ValueError(f"{repo_id} holds {len(others)} config(s) in the {other} layout ({', '.join(others[:3])}"
-                         f"{' ...' if len(others) > 3 else ''}), this push sends the {mine.pop()} layout; datasets "
-                         "reads one layout per repository: rebuild and push those configs in this layout, or push "
-                         "to another repository")
+        layout = mine.pop()
+        raise ValueError(f"{layout_conflict(repo_id, others, other_layout(layout))}, this push sends the {layout} "
+                         "layout; datasets reads one layout per repository: rebuild and push those configs in this "
+                         "layout, or push to another repository")
 
 
 def _config_payload(folder: Path, name: str, uploader: RepoUploader, repo_id: str, revision: Optional[str],

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .writer import FILE_NAMES_SUFFIX, METADATA_SUFFIX, SPLIT, metadata_path
+from .writer import FILE_NAMES_SUFFIX, METADATA_SUFFIX, SPLIT, built_configs, metadata_path
 
 IMAGE_PATH_COLUMN = "images.list.element.path"
 IMAGE_FILES_COLUMN = "images" + FILE_NAMES_SUFFIX  # files layout: relative paths into images/
@@ -24,12 +24,7 @@ IMAGE_FILES_COLUMN = "images" + FILE_NAMES_SUFFIX  # files layout: relative path
 
 def configs_in(folder: Path) -> list[str]:
     """Configs built in ``folder``, in either layout."""
-    folder = Path(folder)
-    names = {p.name[:-len(METADATA_SUFFIX)] for p in folder.glob(f"*{METADATA_SUFFIX}") if p.is_file()}
-    data = folder / "data"
-    if data.is_dir():
-        names |= {p.name for p in data.iterdir() if p.is_dir() and not p.name.startswith(".")}
-    return sorted(names)
+    return sorted(set().union(*built_configs(folder).values()))
 
 
 def shard_files(folder: Path, config: str) -> list[Path]:

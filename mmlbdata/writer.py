@@ -620,18 +620,33 @@ def write_config(
 def check_one_layout(out_dir: Path, config: str, layout: str) -> None:
     """Refuse to mix layouts in one folder: ``datasets`` infers one builder for all its configs
     (from the first config's files), so configs of the other layout would load empty or fail."""
-    if layout == "files":
-        data = out_dir / "data"
-        others = sorted(p.name for p in data.iterdir() if p.is_dir() and not p.name.startswith(".")
-                        and p.name != config) if data.is_dir() else []
-    else:
-        others = sorted(p.name[:-len(METADATA_SUFFIX)] for p in out_dir.glob(f"*{METADATA_SUFFIX}")
-                        if p.name != metadata_filename(config))
+    other = other_layout(layout)
+    others = sorted(built_configs(out_dir)[other] - {config})  # its own older build is replaced
     if others:
-        other = "embedded" if layout == "files" else "files"
-        raise ValueError(f"{out_dir} holds {len(others)} config(s) in the {other} layout ({', '.join(others[:3])}"
-                         f"{' ...' if len(others) > 3 else ''}); datasets reads one layout per folder: build "
+        raise ValueError(f"{layout_conflict(out_dir, others, other)}; datasets reads one layout per folder: build "
                          f"{config} with --layout {other}, or into another folder")
+
+
+def built_configs(out_dir: os.PathLike) -> dict[str, set[str]]:
+    """The configs built in ``out_dir``, per layout: ``<config>.metadata.parquet`` files (files),
+    ``data/<config>/`` folders (embedded)."""
+    out_dir = Path(out_dir)
+    data = out_dir / "data"
+    return {
+        "files": {p.name[:-len(METADATA_SUFFIX)] for p in out_dir.glob(f"*{METADATA_SUFFIX}") if p.is_file()},
+        "embedded": ({p.name for p in data.iterdir() if p.is_dir() and not p.name.startswith(".")}
+                     if data.is_dir() else set()),
+    }
+
+
+def other_layout(layout: str) -> str:
+    return "embedded" if layout == "files" else "files"
+
+
+def layout_conflict(where: object, others: list[str], layout: str) -> str:
+    """``<where> holds N config(s) in the <layout> layout (a, b, c ...)``: the start of a refusal to mix layouts."""
+    shown = ", ".join(others[:3]) + (" ..." if len(others) > 3 else "")
+    return f"{where} holds {len(others)} config(s) in the {layout} layout ({shown})"
 
 
 def manifest_path(out_dir: os.PathLike, config: str) -> Path:
