@@ -171,15 +171,16 @@ def config_features(folder: os.PathLike, config: str) -> Features:
     """A built config's features, from its first shard's schema metadata (no row read)."""
     import pyarrow.parquet as pq
 
-    from .stats import shard_files
+    from .stats import is_files_layout, shard_files
 
     files = shard_files(Path(folder), config)
     if not files:
         raise FileNotFoundError(f"{folder}/data/{config}: no parquet shard")
     schema = pq.read_schema(files[0])
-    recorded = json.loads((schema.metadata or {}).get(b"huggingface", b"{}")).get("info", {}).get("features")
-    if recorded and metadata_path(folder, config).is_file():  # the loaded features, not the file's columns
-        return Features.from_dict(recorded)
+    if is_files_layout(files[0]):  # the loaded features ride in the metadata, not the file's columns
+        recorded = json.loads((schema.metadata or {}).get(b"huggingface", b"{}")).get("info", {}).get("features")
+        if recorded:
+            return Features.from_dict(recorded)
     return Features.from_arrow_schema(schema)
 
 
