@@ -62,7 +62,7 @@ class Distribution:
     datasets: list[str] = field(default_factory=list)
     num_bytes: int = 0
     num_shards: int = 0
-    image_files: Optional[set[str]] = None  # files layout: the distinct image paths it names (None: embedded)
+    image_files: Optional[dict[str, int]] = None  # files layout: its distinct image paths -> bytes (None: embedded)
 
     def summary(self) -> dict:
         rows = len(self.num_tokens)
@@ -102,18 +102,21 @@ def config_distribution(folder: Path, config: str) -> Distribution:
             dist.images += [0] * table.num_rows
         dist.num_bytes += path.stat().st_size
         if image_column == IMAGE_FILES_COLUMN:  # what downloading the config costs: its distinct images too
-            dist.image_files = set(pc.list_flatten(table.column(image_column)).to_pylist())
-            dist.num_bytes += sum(_size_or_zero(Path(folder) / name) for name in dist.image_files)
+            names = set(pc.list_flatten(table.column(image_column)).to_pylist())
+            dist.image_files = {name: _size_or_zero(Path(folder) / name) for name in names}
+            dist.num_bytes += sum(dist.image_files.values())
     return dist
 
 
 def stored_bytes(folder: Path, dists: list[Distribution]) -> int:
     """Bytes on disk of these configs together: their parquet files, and each image they use once
     (a config's own size counts the images it shares with others); the image paths come from
-    the distributions, so no metadata file is read again."""
+    the distributions (with their sizes), so no metadata file is read and no image asked again."""
     total = sum(path.stat().st_size for dist in dists for path in shard_files(folder, dist.config))
-    images = set().union(*(dist.image_files or () for dist in dists))
-    return total + sum(_size_or_zero(Path(folder) / name) for name in images)
+    images: dict[str, int] = {}
+    for dist in dists:
+        images.update(dist.image_files or {})
+    return total + sum(images.values())
 
 
 def _size_or_zero(path: Path) -> int:
