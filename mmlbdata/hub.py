@@ -269,6 +269,8 @@ def _push_files(folder: Path, repo_id: str, names: list[str], uploader: RepoUplo
     uploader.prepare(repo_id, private=private, revision=revision)
     remote_files = set(uploader.list_files(repo_id, revision=revision))
     check_one_layout_on_hub(folder, names, remote_files, repo_id)
+    # each config's own files on the Hub, indexed once: the repo may hold ~10^5 images besides them
+    remote_configs = remote_config_files(remote_files)
     for name in names:
         fingerprint = build_fingerprint(folder, name)
         if not force and _remote_fingerprint(uploader, repo_id, name, revision, remote_files) == fingerprint:
@@ -279,8 +281,7 @@ def _push_files(folder: Path, repo_id: str, names: list[str], uploader: RepoUplo
         if manifest.is_file():
             add[f"manifests/{name}.json"] = manifest
         # old files of this config (another shard count, the other layout) go in the same atomic commit
-        stale = (f"data/{name}/", metadata_filename(name))
-        delete = sorted(p for p in remote_files if p.startswith(stale) and p not in add)
+        delete = sorted(p for p in remote_configs.get(name, ()) if p not in add)
         uploader.commit(repo_id, add=add, delete=delete, message=f"Upload config {name} ({fingerprint[:12]})",
                         revision=revision, num_threads=num_threads)
         plan.configs.append(name)
@@ -288,8 +289,7 @@ def _push_files(folder: Path, repo_id: str, names: list[str], uploader: RepoUplo
     if card:
         remote_readme = uploader.read_text(repo_id, README, revision=revision) if README in remote_files else None
         # list the local configs the repo now holds (not local ones left out of this push)
-        on_hub = [n for n in configs_in(folder) if n in plan.configs or n in plan.skipped
-                  or any(p.startswith((f"data/{n}/", metadata_filename(n))) for p in remote_files)]
+        on_hub = [n for n in configs_in(folder) if n in plan.configs or n in plan.skipped or n in remote_configs]
         plan.readme = hub_readme(folder, on_hub, remote_readme)
         from .card import PLOT_NAME
 
@@ -302,6 +302,18 @@ def _push_files(folder: Path, repo_id: str, names: list[str], uploader: RepoUplo
                         num_threads=num_threads)
         plan.files += sorted(card_files)
     return plan
+
+
+def remote_config_files(remote_files: set[str]) -> dict[str, list[str]]:
+    """config -> its files among a repo's: its ``data/<config>/`` shards and its metadata file."""
+    by_config: dict[str, list[str]] = {}
+    for path in remote_files:
+        parts = path.split("/")
+        if len(parts) >= 3 and parts[0] == "data":
+            by_config.setdefault(parts[1], []).append(path)
+        elif len(parts) == 1 and path.endswith(METADATA_SUFFIX):
+            by_config.setdefault(path[:-len(METADATA_SUFFIX)], []).append(path)
+    return by_config
 
 
 def check_one_layout_on_hub(folder: Path, names: list[str], remote_files: set[str], repo_id: str) -> None:
