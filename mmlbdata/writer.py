@@ -56,8 +56,9 @@ import pyarrow.parquet as pq
 from datasets import Features
 
 from . import __version__
+from .paths import resolve_inside
 from .schema import FEATURES
-from .store import ImageRef
+from .store import ImageRef, file_sha256
 
 logger = logging.getLogger("mmlbdata")
 
@@ -419,8 +420,6 @@ class FilesConfigWriter:
 
     def __init__(self, out_dir: os.PathLike, config: str, features: Features = FEATURES, *,
                  image_group: str = "shared", row_group_rows: int = DEFAULT_ROW_GROUP_ROWS, **embedded_options: Any):
-        from .paths import resolve_inside
-
         self.out_dir = Path(out_dir)
         self.config = config
         self.features = features
@@ -466,8 +465,6 @@ class FilesConfigWriter:
         """The image's path in the folder, copied there (atomically) the first time it is seen."""
         placed = self._placed.get(ref.path)
         if placed is None:
-            from .store import file_sha256
-
             digest = file_sha256(ref.path)
             relative = f"{self.image_prefix}/{digest[:2]}/{digest}.{image_file_extension(ref.path)}"
             target = self.out_dir / relative
