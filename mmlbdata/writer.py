@@ -56,6 +56,7 @@ import pyarrow.parquet as pq
 from datasets import Features
 
 from . import __version__
+from .download import file_digest
 from .paths import resolve_inside
 from .schema import FEATURES
 from .store import ImageRef, file_sha256
@@ -508,11 +509,8 @@ class FilesConfigWriter:
                            "a whole folder from its first config's files, a draw going to parquet, so a folder "
                            "whose first config this is will not load as an image folder until the family has "
                            "more images (or build it with --layout embedded)", self.config, self.image_prefix)
-        digest = hashlib.sha256()
-        with open(self.partial, "rb") as handle:  # the paths name the images' hashes: covers them too
-            while block := handle.read(1 << 20):
-                digest.update(block)
-        self.stats.fingerprint = digest.hexdigest()
+        # the metadata's paths name the images' hashes, so its digest covers them too
+        self.stats.fingerprint = file_digest(self.partial, "sha256")
         self.stats.metadata_bytes = self.partial.stat().st_size
         self.stats.num_bytes = self.stats.metadata_bytes + self.stats.image_bytes_unique
         self.stats.num_shards = 1
