@@ -121,6 +121,15 @@ def standard_configs(
     ]
 
 
+def _release_rows(path: Path, spec: release.ReleaseFile, report: BuildReport, *, protocol=None,
+                  **draw: Any) -> Iterator[tuple[int, release.ReleaseRow]]:
+    """(number, row) of one release file: the ICL file (no protocol: its prompt has none) or a
+    JSON-lines file of ``spec.kind`` under ``protocol``; ``draw``: ``paper`` / ``seed``."""
+    if spec.kind == "icl":
+        return release.read_icl_file(path, report, **draw)
+    return release.read_release_file(path, spec.kind, report, protocol=protocol, **draw)
+
+
 def release_only_configs(configs: Sequence[MMLBConfig]) -> list[MMLBConfig]:
     """``{dataset}_4k`` for every dataset of ``configs`` that MMLongBench released: the release has
     4K files (generate_configs.py's "4k") that no recipe here builds, so they read the release only."""
@@ -241,17 +250,14 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
             raise MissingSourceError(f"the release under {root} has no {relative} (needed by {self.config.name})")
         paper = self._mmlb_paper_samples(spec)
         seed = int(self.option("official_seed", release.OFFICIAL_SEED))
-        if spec.kind == "icl":
-            rows = release.read_icl_file(path, self.report, paper=paper, seed=seed)
-        else:
-            rows = release.read_release_file(path, spec.kind, self.report, paper=paper, seed=seed,
-                                             protocol=self.option("protocol"))
+        rows = _release_rows(path, spec, self.report, paper=paper, seed=seed, protocol=self.option("protocol"))
         tally = release.LengthTally(self.length)
         seen: set[str] = set()
+        image_root = release.image_root(root)
         for number, row in rows:
             if self.limit is not None and tally.rows >= self.limit:
                 break
-            example = self._mmlb_release_example(row, path, relative, number, seen, release.image_root(root))
+            example = self._mmlb_release_example(row, path, relative, number, seen, lambda _name: image_root)
             if example is not None:
                 tally.add(example["num_tokens"])
                 yield example
@@ -269,10 +275,7 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
         if not tsv.is_file():
             self.report.note(f"{self.config.name}: no {tsv.name} to cross-check the release with")
             return
-        if spec.kind == "icl":
-            rows = (row for _n, row in release.read_icl_file(path, BuildReport()))
-        else:
-            rows = (row for _n, row in release.read_release_file(path, spec.kind, BuildReport()))
+        rows = (row for _n, row in _release_rows(path, spec, BuildReport()))
         counts = release_tsv.cross_check(tsv, self.config.dataset, rows)
         self.manifest_extra["tsv_cross_check"] = counts
         expected = (" (expected for ICL: a JSON-lines row's exemplars are drawn when it is loaded, here by one "
@@ -326,12 +329,12 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
         return spec.paper_samples if subset == "paper" else None
 
     def _mmlb_release_example(self, row: release.ReleaseRow, path: Path, relative: str, number: int,
-                              seen: set[str], images: Path | Callable[[str], Path]) -> Optional[dict[str, Any]]:
-        """One official row in our schema; a row with an unusable image is skipped and reported."""
+                              seen: set[str], images: Callable[[str], Path]) -> Optional[dict[str, Any]]:
+        """One official row in our schema (``images(name)``: the folder an image lies under); a row
+        with an unusable image is skipped and reported."""
         record = {".jsonl": f"line {number}", ".tsv": f"row {number}"}.get(path.suffix, f"test example {number}")
         try:
-            refs = [self.store.ref_inside(images(name) if callable(images) else images, name, what="image")
-                    for name in row.images]
+            refs = [self.store.ref_inside(images(name), name, what="image") for name in row.images]
         except (BadImageError, OSError) as err:
             self.report.skip(path, record, f"image unusable, row skipped: {err}")
             return None

@@ -19,7 +19,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 import yaml
 from datasets import Features
@@ -91,9 +91,13 @@ def config_image_dirs(folder: os.PathLike, config: str) -> Optional[list[str]]:
     from .stats import image_paths
 
     path = metadata_path(folder, config)
-    if not path.is_file():
-        return None
-    return sorted({"/".join(name.split("/")[:2]) for name in image_paths(path)})
+    return image_dirs(image_paths(path)) if path.is_file() else None
+
+
+def image_dirs(names: Optional[Iterable[str]]) -> Optional[list[str]]:
+    """The ``images/<group>`` folders of a files-layout config's image paths (None stays None:
+    an embedded config, e.g. :attr:`mmlbdata.stats.Distribution.image_files`)."""
+    return None if names is None else sorted({"/".join(name.split("/")[:2]) for name in names})
 
 
 def _upsert(entries: list[dict], entry: dict) -> list[dict]:
@@ -167,15 +171,16 @@ def config_features(folder: os.PathLike, config: str) -> Features:
     """A built config's features, from its first shard's schema metadata (no row read)."""
     import pyarrow.parquet as pq
 
-    from .stats import shard_files
+    from .stats import is_files_layout, shard_files
 
     files = shard_files(Path(folder), config)
     if not files:
         raise FileNotFoundError(f"{folder}/data/{config}: no parquet shard")
     schema = pq.read_schema(files[0])
-    recorded = json.loads((schema.metadata or {}).get(b"huggingface", b"{}")).get("info", {}).get("features")
-    if recorded and metadata_path(folder, config).is_file():  # the loaded features, not the file's columns
-        return Features.from_dict(recorded)
+    if is_files_layout(files[0]):  # the loaded features ride in the metadata, not the file's columns
+        recorded = json.loads((schema.metadata or {}).get(b"huggingface", b"{}")).get("info", {}).get("features")
+        if recorded:
+            return Features.from_dict(recorded)
     return Features.from_arrow_schema(schema)
 
 
@@ -185,7 +190,7 @@ def yaml_entries_from_parquet(folder: os.PathLike, config: str) -> tuple[dict, d
 
     dist = config_distribution(Path(folder), config)
     stats = ConfigStats(config, num_rows=len(dist.num_tokens), num_bytes=dist.num_bytes)
-    return config_yaml_entries(config, config_features(folder, config), stats, config_image_dirs(folder, config))
+    return config_yaml_entries(config, config_features(folder, config), stats, image_dirs(dist.image_files))
 
 
 # -- templates --------------------------------------------------------------------------------
@@ -356,7 +361,7 @@ def card_context(folder: os.PathLike, configs: Optional[list[str]] = None) -> di
         "configs": rows, "datasets": list(datasets.values()), "dists": dists,
         "families": [_family_info(f) for f in family_names], "family_names": family_names,
         "total_rows": total_rows, "total_images": sum(r["stats"]["images"] for r in rows),
-        "total_bytes": human_bytes(stored_bytes(folder, [r["name"] for r in rows])),
+        "total_bytes": human_bytes(stored_bytes(folder, dists)),
         "metrics": sorted({r["metric"] for r in rows if r["metric"]}),
         "notes": sorted({n for r in rows for n in r["notes"]}),
         "demo_configs": [r["name"] for r in rows if r["demo"]],

@@ -36,7 +36,7 @@ from typing import Any, Optional, Protocol, Union
 from .demo import demo_configs
 from .paths import resolve_inside
 from .stats import configs_in, image_paths, is_files_layout, shard_files
-from .writer import SPLIT, metadata_filename, read_manifest
+from .writer import METADATA_SUFFIX, SPLIT, layout_conflict, metadata_filename, other_layout, read_manifest
 
 README = "README.md"
 Payload = Union[Path, bytes]
@@ -269,6 +269,8 @@ def _push_files(folder: Path, repo_id: str, names: list[str], uploader: RepoUplo
     uploader.prepare(repo_id, private=private, revision=revision)
     remote_files = set(uploader.list_files(repo_id, revision=revision))
     check_one_layout_on_hub(folder, names, remote_files, repo_id)
+    # each config's own files on the Hub, indexed once: the repo may hold ~10^5 images besides them
+    remote_configs = remote_config_files(remote_files)
     for name in names:
         fingerprint = build_fingerprint(folder, name)
         if not force and _remote_fingerprint(uploader, repo_id, name, revision, remote_files) == fingerprint:
@@ -279,8 +281,7 @@ def _push_files(folder: Path, repo_id: str, names: list[str], uploader: RepoUplo
         if manifest.is_file():
             add[f"manifests/{name}.json"] = manifest
         # old files of this config (another shard count, the other layout) go in the same atomic commit
-        stale = (f"data/{name}/", metadata_filename(name))
-        delete = sorted(p for p in remote_files if p.startswith(stale) and p not in add)
+        delete = sorted(p for p in remote_configs.get(name, ()) if p not in add)
         uploader.commit(repo_id, add=add, delete=delete, message=f"Upload config {name} ({fingerprint[:12]})",
                         revision=revision, num_threads=num_threads)
         plan.configs.append(name)
@@ -288,8 +289,7 @@ def _push_files(folder: Path, repo_id: str, names: list[str], uploader: RepoUplo
     if card:
         remote_readme = uploader.read_text(repo_id, README, revision=revision) if README in remote_files else None
         # list the local configs the repo now holds (not local ones left out of this push)
-        on_hub = [n for n in configs_in(folder) if n in plan.configs or n in plan.skipped
-                  or any(p.startswith((f"data/{n}/", metadata_filename(n))) for p in remote_files)]
+        on_hub = [n for n in configs_in(folder) if n in plan.configs or n in plan.skipped or n in remote_configs]
         plan.readme = hub_readme(folder, on_hub, remote_readme)
         from .card import PLOT_NAME
 
@@ -304,6 +304,18 @@ def _push_files(folder: Path, repo_id: str, names: list[str], uploader: RepoUplo
     return plan
 
 
+def remote_config_files(remote_files: set[str]) -> dict[str, list[str]]:
+    """config -> its files among a repo's: its ``data/<config>/`` shards and its metadata file."""
+    by_config: dict[str, list[str]] = {}
+    for path in remote_files:
+        parts = path.split("/")
+        if len(parts) >= 3 and parts[0] == "data":
+            by_config.setdefault(parts[1], []).append(path)
+        elif len(parts) == 1 and path.endswith(METADATA_SUFFIX):
+            by_config.setdefault(path[:-len(METADATA_SUFFIX)], []).append(path)
+    return by_config
+
+
 def check_one_layout_on_hub(folder: Path, names: list[str], remote_files: set[str], repo_id: str) -> None:
     """Refuse, before anything is sent, a push that would leave the repo holding configs in both
     layouts: ``datasets`` reads every config of a repo with one builder (inferred from its first
@@ -314,19 +326,18 @@ def check_one_layout_on_hub(folder: Path, names: list[str], remote_files: set[st
         parts = path.split("/")
         if len(parts) == 3 and parts[0] == "data" and parts[2].startswith(f"{SPLIT}-"):
             layouts[parts[1]] = "embedded"
-        elif len(parts) == 1 and path.endswith(".metadata.parquet"):
-            layouts[path[:-len(".metadata.parquet")]] = "files"
+        elif len(parts) == 1 and path.endswith(METADATA_SUFFIX):
+            layouts[path[:-len(METADATA_SUFFIX)]] = "files"
     for name in names:
         files = shard_files(folder, name)
         layouts[name] = "files" if files and is_files_layout(files[0]) else "embedded"
     mine = {layouts[name] for name in names}
     others = sorted(name for name, layout in layouts.items() if layout not in mine)
     if len(mine) == 1 and others:
-        other = "embedded" if mine == {"files"} else "files"
-        raise ValueError(f"{repo_id} holds {len(others)} config(s) in the {other} layout ({', '.join(others[:3])}"
-                         f"{' ...' if len(others) > 3 else ''}), this push sends the {mine.pop()} layout; datasets "
-                         "reads one layout per repository: rebuild and push those configs in this layout, or push "
-                         "to another repository")
+        layout = mine.pop()
+        raise ValueError(f"{layout_conflict(repo_id, others, other_layout(layout))}, this push sends the {layout} "
+                         "layout; datasets reads one layout per repository: rebuild and push those configs in this "
+                         "layout, or push to another repository")
 
 
 def _config_payload(folder: Path, name: str, uploader: RepoUploader, repo_id: str, revision: Optional[str],
@@ -352,7 +363,7 @@ def hub_info_entries(folder: Path, config: str):
     from datasets.info import DatasetInfo
     from datasets.splits import SplitDict, SplitInfo
 
-    from .card import config_data_entry, config_features, config_image_dirs
+    from .card import config_data_entry, config_features, image_dirs
     from .stats import config_distribution
 
     dist = config_distribution(folder, config)
@@ -362,7 +373,7 @@ def hub_info_entries(folder: Path, config: str):
     info.download_size += dist.num_bytes
     info.dataset_size += dist.num_bytes
     info.size_in_bytes = info.download_size + info.dataset_size
-    entry = config_data_entry(config, config_image_dirs(folder, config))
+    entry = config_data_entry(config, image_dirs(dist.image_files))
     entry.pop("config_name")
     if "metadata_filenames" not in entry:  # the form push_to_hub writes
         entry["data_files"] = [{"split": SPLIT, "path": f"data/{config}/{SPLIT}-*"}]

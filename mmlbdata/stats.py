@@ -16,21 +16,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .writer import FILE_NAMES_SUFFIX, SPLIT, metadata_path
+from .writer import FILE_NAMES_SUFFIX, METADATA_SUFFIX, SPLIT, built_configs, metadata_path
 
 IMAGE_PATH_COLUMN = "images.list.element.path"
 IMAGE_FILES_COLUMN = "images" + FILE_NAMES_SUFFIX  # files layout: relative paths into images/
-METADATA_SUFFIX = ".metadata.parquet"
 
 
 def configs_in(folder: Path) -> list[str]:
     """Configs built in ``folder``, in either layout."""
-    folder = Path(folder)
-    names = {p.name[:-len(METADATA_SUFFIX)] for p in folder.glob(f"*{METADATA_SUFFIX}") if p.is_file()}
-    data = folder / "data"
-    if data.is_dir():
-        names |= {p.name for p in data.iterdir() if p.is_dir() and not p.name.startswith(".")}
-    return sorted(names)
+    return sorted(set().union(*built_configs(folder).values()))
 
 
 def shard_files(folder: Path, config: str) -> list[Path]:
@@ -68,6 +62,7 @@ class Distribution:
     datasets: list[str] = field(default_factory=list)
     num_bytes: int = 0
     num_shards: int = 0
+    image_files: Optional[dict[str, int]] = None  # files layout: its distinct image paths -> bytes (None: embedded)
 
     def summary(self) -> dict:
         rows = len(self.num_tokens)
@@ -108,20 +103,20 @@ def config_distribution(folder: Path, config: str) -> Distribution:
         dist.num_bytes += path.stat().st_size
         if image_column == IMAGE_FILES_COLUMN:  # what downloading the config costs: its distinct images too
             names = set(pc.list_flatten(table.column(image_column)).to_pylist())
-            dist.num_bytes += sum(_size_or_zero(Path(folder) / name) for name in names)
+            dist.image_files = {name: _size_or_zero(Path(folder) / name) for name in names}
+            dist.num_bytes += sum(dist.image_files.values())
     return dist
 
 
-def stored_bytes(folder: Path, configs: list[str]) -> int:
-    """Bytes on disk of ``configs`` together: their parquet files, and each image they use once
-    (a config's own size counts the images it shares with others)."""
-    total, images = 0, set()
-    for config in configs:
-        for path in shard_files(folder, config):
-            total += path.stat().st_size
-            if is_files_layout(path):
-                images.update(image_paths(path))
-    return total + sum(_size_or_zero(Path(folder) / name) for name in images)
+def stored_bytes(folder: Path, dists: list[Distribution]) -> int:
+    """Bytes on disk of these configs together: their parquet files, and each image they use once
+    (a config's own size counts the images it shares with others); the image paths come from
+    the distributions (with their sizes), so no metadata file is read and no image asked again."""
+    total = sum(path.stat().st_size for dist in dists for path in shard_files(folder, dist.config))
+    images: dict[str, int] = {}
+    for dist in dists:
+        images.update(dist.image_files or {})
+    return total + sum(images.values())
 
 
 def _size_or_zero(path: Path) -> int:

@@ -56,8 +56,10 @@ import pyarrow.parquet as pq
 from datasets import Features
 
 from . import __version__
+from .download import file_digest
+from .paths import resolve_inside
 from .schema import FEATURES
-from .store import ImageRef
+from .store import ImageRef, file_sha256
 
 logger = logging.getLogger("mmlbdata")
 
@@ -94,13 +96,16 @@ FILE_NAMES_SUFFIX = "_file_names"  # <column>_file_names: what the folder-based 
 _IMAGE_EXTENSIONS = {"jpg", "png", "webp", "gif", "bmp", "tif", "tiff"}
 
 
-def metadata_path(out_dir: os.PathLike, config: str) -> Path:
-    """``<config>.metadata.parquet`` at the folder's root: a ``files``-layout config's rows."""
-    return Path(out_dir) / f"{config}.metadata.parquet"
+METADATA_SUFFIX = ".metadata.parquet"
 
 
 def metadata_filename(config: str) -> str:
-    return f"{config}.metadata.parquet"
+    return f"{config}{METADATA_SUFFIX}"
+
+
+def metadata_path(out_dir: os.PathLike, config: str) -> Path:
+    """``<config>.metadata.parquet`` at the folder's root: a ``files``-layout config's rows."""
+    return Path(out_dir) / metadata_filename(config)
 
 
 def config_data_dir(out_dir: Path, config: str) -> Path:
@@ -416,8 +421,6 @@ class FilesConfigWriter:
 
     def __init__(self, out_dir: os.PathLike, config: str, features: Features = FEATURES, *,
                  image_group: str = "shared", row_group_rows: int = DEFAULT_ROW_GROUP_ROWS, **embedded_options: Any):
-        from .paths import resolve_inside
-
         self.out_dir = Path(out_dir)
         self.config = config
         self.features = features
@@ -463,8 +466,6 @@ class FilesConfigWriter:
         """The image's path in the folder, copied there (atomically) the first time it is seen."""
         placed = self._placed.get(ref.path)
         if placed is None:
-            from .store import file_sha256
-
             digest = file_sha256(ref.path)
             relative = f"{self.image_prefix}/{digest[:2]}/{digest}.{image_file_extension(ref.path)}"
             target = self.out_dir / relative
@@ -508,11 +509,8 @@ class FilesConfigWriter:
                            "a whole folder from its first config's files, a draw going to parquet, so a folder "
                            "whose first config this is will not load as an image folder until the family has "
                            "more images (or build it with --layout embedded)", self.config, self.image_prefix)
-        digest = hashlib.sha256()
-        with open(self.partial, "rb") as handle:  # the paths name the images' hashes: covers them too
-            while block := handle.read(1 << 20):
-                digest.update(block)
-        self.stats.fingerprint = digest.hexdigest()
+        # the metadata's paths name the images' hashes, so its digest covers them too
+        self.stats.fingerprint = file_digest(self.partial, "sha256")
         self.stats.metadata_bytes = self.partial.stat().st_size
         self.stats.num_bytes = self.stats.metadata_bytes + self.stats.image_bytes_unique
         self.stats.num_shards = 1
@@ -556,19 +554,15 @@ def metadata_schema(features: Features, image_columns: list[str]) -> pa.Schema:
 def image_file_extension(path: str) -> str:
     """The image file's extension as imagefolder knows it (``.jpeg`` -> ``jpg``); sniffed from the
     magic bytes when the name has none it accepts (a store object always has one)."""
+    from .exports import image_extension
+
     suffix = Path(path).suffix.lower().lstrip(".")
     suffix = {"jpeg": "jpg"}.get(suffix, suffix)
     if suffix in _IMAGE_EXTENSIONS:
         return suffix
     with open(path, "rb") as handle:
-        head = handle.read(12)
-    if head[:3] == b"\xff\xd8\xff":
-        return "jpg"
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return "webp"
-    if head[:4] == b"GIF8":
-        return "gif"
-    return "png"
+        sniffed = image_extension(handle.read(12))
+    return sniffed if sniffed in _IMAGE_EXTENSIONS else "png"
 
 
 
@@ -621,18 +615,33 @@ def write_config(
 def check_one_layout(out_dir: Path, config: str, layout: str) -> None:
     """Refuse to mix layouts in one folder: ``datasets`` infers one builder for all its configs
     (from the first config's files), so configs of the other layout would load empty or fail."""
-    if layout == "files":
-        data = out_dir / "data"
-        others = sorted(p.name for p in data.iterdir() if p.is_dir() and not p.name.startswith(".")
-                        and p.name != config) if data.is_dir() else []
-    else:
-        others = sorted(p.name[:-len(".metadata.parquet")] for p in out_dir.glob("*.metadata.parquet")
-                        if p.name != metadata_filename(config))
+    other = other_layout(layout)
+    others = sorted(built_configs(out_dir)[other] - {config})  # its own older build is replaced
     if others:
-        other = "embedded" if layout == "files" else "files"
-        raise ValueError(f"{out_dir} holds {len(others)} config(s) in the {other} layout ({', '.join(others[:3])}"
-                         f"{' ...' if len(others) > 3 else ''}); datasets reads one layout per folder: build "
+        raise ValueError(f"{layout_conflict(out_dir, others, other)}; datasets reads one layout per folder: build "
                          f"{config} with --layout {other}, or into another folder")
+
+
+def built_configs(out_dir: os.PathLike) -> dict[str, set[str]]:
+    """The configs built in ``out_dir``, per layout: ``<config>.metadata.parquet`` files (files),
+    ``data/<config>/`` folders (embedded)."""
+    out_dir = Path(out_dir)
+    data = out_dir / "data"
+    return {
+        "files": {p.name[:-len(METADATA_SUFFIX)] for p in out_dir.glob(f"*{METADATA_SUFFIX}") if p.is_file()},
+        "embedded": ({p.name for p in data.iterdir() if p.is_dir() and not p.name.startswith(".")}
+                     if data.is_dir() else set()),
+    }
+
+
+def other_layout(layout: str) -> str:
+    return "embedded" if layout == "files" else "files"
+
+
+def layout_conflict(where: object, others: list[str], layout: str) -> str:
+    """``<where> holds N config(s) in the <layout> layout (a, b, c ...)``: the start of a refusal to mix layouts."""
+    shown = ", ".join(others[:3]) + (" ..." if len(others) > 3 else "")
+    return f"{where} holds {len(others)} config(s) in the {layout} layout ({shown})"
 
 
 def manifest_path(out_dir: os.PathLike, config: str) -> Path:

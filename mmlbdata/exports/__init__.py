@@ -30,11 +30,9 @@ def iter_rows(folder: Path, config: str, columns: Optional[Sequence[str]] = None
     if not files:
         raise FileNotFoundError(f"{folder}/data/{config}: no parquet shard")
     for path in files:
-        if not is_files_layout(path):
-            for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=columns):
-                yield from batch.to_pylist()
-            continue
-        wanted = None if columns is None else [IMAGE_FILES_COLUMN if c == "images" else c for c in columns]
+        wanted = columns
+        if columns is not None and is_files_layout(path):  # its images are a column of file names
+            wanted = [IMAGE_FILES_COLUMN if c == "images" else c for c in columns]
         for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_size, columns=wanted):
             for row in batch.to_pylist():
                 if IMAGE_FILES_COLUMN in row:

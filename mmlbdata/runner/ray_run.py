@@ -74,6 +74,7 @@ def config_shards(data: str | os.PathLike, config: str) -> tuple[list[str], obje
     """The config's parquet shards in order and the pyarrow filesystem they live on: a built
     folder (``data/<config>/test-*.parquet``) or, when ``data`` is no folder, a Hub dataset repo."""
     from ..stats import shard_files
+    from ..writer import metadata_filename
 
     if Path(data).is_dir():
         files = [str(p) for p in shard_files(Path(data).resolve(), config)]  # workers' cwd may differ
@@ -82,7 +83,7 @@ def config_shards(data: str | os.PathLike, config: str) -> tuple[list[str], obje
         from huggingface_hub import HfFileSystem
 
         hub = HfFileSystem()
-        metadata = f"datasets/{data}/{config}.metadata.parquet"  # the files layout, else embedded shards
+        metadata = f"datasets/{data}/{metadata_filename(config)}"  # the files layout, else embedded shards
         files = [metadata] if hub.exists(metadata) else sorted(hub.glob(f"datasets/{data}/data/{config}/test-*.parquet"))
         filesystem = _hub_filesystem()
     if not files:
@@ -114,12 +115,14 @@ def _keep_rows(table, config: str, wanted: list[str], root: Optional[str] = None
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    from ..stats import IMAGE_FILES_COLUMN
+
     table = table.filter(pc.is_in(pc.cast(table.column("id"), pa.string()), value_set=pa.array(wanted, pa.string())))
     if root is not None:
-        names = table.column("images_file_names").to_pylist()
+        names = table.column(IMAGE_FILES_COLUMN).to_pylist()
         images = pa.array([[{"bytes": None, "path": f"{root}/{n}"} for n in row] for row in names],
                           pa.list_(pa.struct([("bytes", pa.binary()), ("path", pa.string())])))
-        table = table.drop_columns(["images_file_names"]).append_column("images", images)
+        table = table.drop_columns([IMAGE_FILES_COLUMN]).append_column("images", images)
     return table.append_column("config", pa.array([config] * table.num_rows, pa.string()))
 
 
@@ -199,6 +202,8 @@ def pending_dataset(data, configs: Sequence[str], out: Path, limit: Optional[int
     """One Ray dataset of every config's pending rows, and how many there are."""
     import ray.data
 
+    from ..stats import IMAGE_FILES_COLUMN, is_files_layout
+
     parts, total = [], 0
     for config in dict.fromkeys(configs):  # a config named twice is read once
         files, filesystem = config_shards(data, config)
@@ -210,8 +215,8 @@ def pending_dataset(data, configs: Sequence[str], out: Path, limit: Optional[int
         total += len(wanted)
         # reading is light: a fraction of a CPU, so replicas holding whole CPUs never starve it;
         # shards past the --limit rows are never read (their image bytes are the bulk)
-        files_layout = files[0].endswith(".metadata.parquet")
-        columns = [c + "_file_names" if files_layout and c == "images" else c for c in ROW_COLUMNS]
+        files_layout = is_files_layout(files[0])
+        columns = [IMAGE_FILES_COLUMN if files_layout and c == "images" else c for c in ROW_COLUMNS]
         ds = ray.data.read_parquet(files[:shards], filesystem=filesystem,
                                    num_cpus=READ_CPUS).select_columns(columns)
         # files layout: image paths relative to the metadata file's folder (local or hf://)
