@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mmlbdata.build import build_configs
+from mmlbdata.dataset.build import build_configs
 from mmlbdata.exports import iter_rows
 from test_mmlb_release import write_release
 from test_readbench import sources, wiki_words  # noqa: F401  (its Hub-schema fixtures, reused)

@@ -15,8 +15,8 @@ import pytest
 
 from loopback_http import LoopbackServer
 from loopback_hub import LoopbackHub
-from mmlbdata import fetch as F
-from mmlbdata.archives import ArchiveError, extract_archive
+from mmlbdata.sources import fetch as F
+from mmlbdata.sources.archives import ArchiveError, extract_archive
 from mmlbdata.cli import main
 from summ_fixtures import make_lexsum_release
 
@@ -128,7 +128,7 @@ def test_hard_links_are_renamed_by_strip_or_refused(tmp_path):
 # --------------------------------------------------------------------------- the registry
 
 def test_registry_covers_every_source_key_with_origin_and_licence():
-    from mmlbdata.registry import families, sources_by_key
+    from mmlbdata.dataset.registry import families, sources_by_key
 
     from mmlbdata.evaluation.docqa_judge import SOURCE_KEY as JUDGE_PROMPTS  # read by mmlb eval, no builder
 
@@ -438,7 +438,7 @@ def test_an_empty_file_placed_by_an_earlier_run_is_fetched_again(tmp_path):
 
 
 def test_a_download_below_its_format_floor_or_declared_size_is_refused(tmp_path):
-    from mmlbdata.download import plausible_floor
+    from mmlbdata.sources.download import plausible_floor
 
     assert [plausible_floor(n) for n in ("a.zip", "b.tar.gz", "c.tar", "d.json", "e.md", "f.tar.part.aa")] == [
         22, 18, 1, 2, 1, 1]

@@ -9,9 +9,9 @@ import pytest
 
 pytest.importorskip("ray")
 
-from mmlbdata.build import build_all, build_configs  # noqa: E402
-from mmlbdata.commands import build as build_cmd  # noqa: E402
-from mmlbdata.writer import read_manifest  # noqa: E402
+from mmlbdata.dataset.build import build_all, build_configs  # noqa: E402
+from mmlbdata.cli import build as build_cmd  # noqa: E402
+from mmlbdata.dataset.writer import read_manifest  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

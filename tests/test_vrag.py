@@ -10,12 +10,12 @@ import re
 import pytest
 
 from builders.vrag import DEPTHS, PROMPT_TEMPLATE, VisualRAG, build_prompt, render_passage
-from mmlbdata.report import BuildReport
+from mmlbdata.core.report import BuildReport
 from mmlbdata.retrieval.corpus import read_wikitext
 from mmlbdata.retrieval.search import mentions_any
 from mmlbdata.sources.infoseek import accepted_answers, read_infoseek
 from mmlbdata.sources.viquae import read_viquae
-from mmlbdata.store import ImageStore
+from mmlbdata.core.store import ImageStore
 
 DOC = re.compile(r"Document \(Title: ")
 
@@ -216,7 +216,7 @@ def test_cli_build_writes_a_loadable_config(viquae_root, wikitext, tmp_path, opt
     """The `mmlb build` path: string options, parquet output that `datasets` loads back."""
     import datasets
 
-    from mmlbdata.build import build_config
+    from mmlbdata.dataset.build import build_config
 
     result = build_config("viquae_8k", {"viquae": viquae_root, "kilt": wikitext}, tmp_path / "out", limit=1,
                           options={k: str(v) for k, v in options.items()}, store_root=tmp_path / "c" / "store",

@@ -3,7 +3,7 @@
 Every exporter reads the parquet shards in small batches (memory bounded by a batch, whatever the
 config size) and works from what every built folder has: the common schema and the manifests.
 Names taken from a built folder (config names, a manifest's ``dataset``/``family``, image names)
-are data: every path joined from them goes through :func:`mmlbdata.paths.resolve_inside`, so an
+are data: every path joined from them goes through :func:`mmlbdata.core.paths.resolve_inside`, so an
 export never writes outside ``--out``.
 """
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Iterator, Optional, Sequence
 
 import pyarrow.parquet as pq
 
-from ..paths import resolve_inside
-from ..stats import IMAGE_FILES_COLUMN, configs_in, is_files_layout, shard_files
-from ..tokens import IMAGE_PLACEHOLDER
-from ..writer import read_manifest
+from mmlbdata.core.paths import resolve_inside
+from mmlbdata.dataset.stats import IMAGE_FILES_COLUMN, configs_in, is_files_layout, shard_files
+from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
+from mmlbdata.dataset.writer import read_manifest
 
 FORMATS = ("lmms-eval", "vlmevalkit", "mmlongbench")
 

@@ -3,7 +3,7 @@
 :mod:`.registry` holds the table and the :class:`Metric` base; :mod:`.families` imports every
 family module so that each registers itself, before anything here can be looked up.
 """
-from .registry import Metric, ScoreResult, get_metric, metric_names, register
-from . import families  # noqa: E402,F401  (after the registry: every family registers now)
+from mmlbdata.evaluation.metrics.registry import Metric, ScoreResult, get_metric, metric_names, register
+from mmlbdata.evaluation.metrics import families  # noqa: E402,F401  (after the registry: every family registers now)
 
 __all__ = ["Metric", "ScoreResult", "get_metric", "metric_names", "register"]

@@ -13,17 +13,17 @@ import re
 from functools import cached_property
 from math import isclose
 
-from . import official as off
-from .common import best_of, golds, meta_of, official_result
-from .registry import Metric, ScoreResult, register
-from .. import parse
-from ...prompts import answer_prefix, doc_question
-from ...sources.docqa import LONG_FORMAT
+from mmlbdata.evaluation.metrics import official as off
+from mmlbdata.evaluation.metrics.common import best_of, golds, meta_of, official_result
+from mmlbdata.evaluation.metrics.registry import Metric, ScoreResult, register
+from mmlbdata.evaluation import parse
+from mmlbdata.official.mmlongbench_prompts import answer_prefix, doc_question
+from mmlbdata.sources.docqa import LONG_FORMAT
 
 
 class MMLongBenchMetric(Metric):
     """A metric of one of MMLongBench's ``data.py`` loaders (``loader``: the loader's kind in
-    :mod:`mmlbdata.prompts`, which holds its ``system_template``: ``Answer:``, ``label:``, ``Summary:``).
+    :mod:`mmlbdata.official.mmlongbench_prompts`, which holds its ``system_template``: ``Answer:``, ``label:``, ``Summary:``).
 
     Parity mode scores what the official runners score: :func:`official.runner_output`, the
     loader's system_template prepended to the output before any parse or raw-text score. That
@@ -43,7 +43,7 @@ class MMLongBenchMetric(Metric):
 
     @property
     def system_template(self) -> str:
-        """The loader's ``system_template`` (``mmlbdata.prompts``, held there once)."""
+        """The loader's ``system_template`` (``mmlbdata.official.mmlongbench_prompts``, held there once)."""
         return answer_prefix(self.loader)
 
     def scored_text(self, prediction):
@@ -307,7 +307,7 @@ class DocQA(MMLongBenchMetric):
     def judge_prompts(self):
         """The ``judge_prompts`` option as loaded :class:`JudgePrompts`, read once per metric (a
         path given to ``get_metric`` is not parsed again for every ``score`` call)."""
-        from .. import docqa_judge as dj
+        from mmlbdata.evaluation import docqa_judge as dj
 
         prompts = self.options.get("judge_prompts")
         if prompts is None:
@@ -318,7 +318,7 @@ class DocQA(MMLongBenchMetric):
 
     def judge_many(self, texts, examples) -> list[ScoreResult]:
         """One judge call per example (concurrent, cached by the judge client)."""
-        from .. import docqa_judge as dj
+        from mmlbdata.evaluation import docqa_judge as dj
 
         prompts = self.judge_prompts
         cases = [judge_case(t, e, self.system_template, self.first_line) for t, e in zip(texts, examples)]
@@ -380,7 +380,7 @@ def judge_case(text: str, example: dict, prefix: str, first_line: bool) -> dict:
 def judged_result(reply, case: dict, official: bool) -> ScoreResult:
     """One judge reply -> the score (official: utils.py's value, crashes as 0 with the exception
     kept; default: a list F1 defined everywhere and a single score in [0, 1])."""
-    from .. import docqa_judge as dj
+    from mmlbdata.evaluation import docqa_judge as dj
 
     extra = {"judge_reply": reply}
     if reply is None:  # the call failed for good: the official call_api raises
@@ -412,7 +412,7 @@ class RougeL(MMLongBenchMetric):
 
     def score_text(self, text, example):
         if RougeL._scorer is None:
-            from ...extras import require
+            from mmlbdata.core.extras import require
 
             rouge_scorer = require("rouge_score.rouge_scorer", "eval", "the rouge_l metric")
 

@@ -5,10 +5,10 @@ import re
 
 import random
 
-from . import official as off
-from .common import golds, meta_of, official_result
-from .registry import Metric, ScoreResult, mean, register
-from .. import parse
+from mmlbdata.evaluation.metrics import official as off
+from mmlbdata.evaluation.metrics.common import golds, meta_of, official_result
+from mmlbdata.evaluation.metrics.registry import Metric, ScoreResult, mean, register
+from mmlbdata.evaluation import parse
 
 READBENCH_GROUPS = ("source", "subset", "category", "task", "length_bin")
 
