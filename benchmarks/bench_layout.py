@@ -367,7 +367,7 @@ def extrapolate(units: dict) -> list[dict]:
     """
     import yaml
 
-    stats = yaml.safe_load((Path(__file__).resolve().parents[1] / "mmlbdata" / "paper_stats.yaml").read_text())
+    stats = yaml.safe_load((Path(__file__).resolve().parents[1] / "mmlbdata" / "dataset" / "paper_stats.yaml").read_text())
     bench = next(b for b in stats if b["benchmark"] == "MMLongBench")
     text_byte = units["chars_per_token"] * units["zstd_text"]
     rows = []

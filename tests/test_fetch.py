@@ -15,6 +15,7 @@ import pytest
 
 from loopback_http import LoopbackServer
 from loopback_hub import LoopbackHub
+from mmlbdata.dataset.registry import families_for_configs
 from mmlbdata.sources import fetch as F
 from mmlbdata.sources.archives import ArchiveError, extract_archive
 from mmlbdata.cli import main
@@ -147,9 +148,9 @@ def test_registry_covers_every_source_key_with_origin_and_licence():
 
 def test_selection_takes_only_what_families_need():
     registry = F.load_registry()
-    labels = [p.label for p in F.select_parts(registry, families=F.families_for_configs(["mmneedle_n1_k1_8k"]))]
+    labels = [p.label for p in F.select_parts(registry, families=families_for_configs(["mmneedle_n1_k1_8k"]))]
     assert labels == ["coco:annotations2014", "coco:val2014"]  # val2014 only for MMNeedle
-    labels = [p.label for p in F.select_parts(registry, families=F.families_for_configs(["vh_single_8k"]))]
+    labels = [p.label for p in F.select_parts(registry, families=families_for_configs(["vh_single_8k"]))]
     assert labels == ["coco:annotations2017", "coco:val2017"]  # train2017 is optional
     assert [p.label for p in F.select_parts(registry, ["coco:train2017"])] == ["coco:train2017"]
     with pytest.raises(KeyError, match="no part 'nope'"):

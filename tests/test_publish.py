@@ -104,7 +104,7 @@ def test_card_command_and_stats_plot(built, tmp_path, capsys):
 def test_a_new_benchmark_only_needs_a_template_file(built, tmp_path):
     cards = tmp_path / "cards"
     cards.mkdir()
-    shutil.copy(Path(__file__).resolve().parents[1] / "mmlbdata" / "cards" / "_base.md.jinja", cards)
+    shutil.copy(Path(__file__).resolve().parents[1] / "mmlbdata" / "dataset" / "cards" / "_base.md.jinja", cards)
     (cards / "toy.md.jinja").write_text(
         "---\nbenchmark: Toy\npretty_name: Toy bench\nfamilies: [vh]\nlicenses: {coco: cc-by-4.0}\n"
         "citations: []\n---\n{% extends \"_base.md.jinja\" %}\n{% block measures %}Toy things.{% endblock %}\n")

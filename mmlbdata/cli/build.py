@@ -6,7 +6,8 @@ import signal
 import sys
 import time
 
-from mmlbdata.dataset.build import build_all, build_configs, select_configs, sources_from_dir, summary_table
+from mmlbdata.dataset.build import (build_all, build_configs, run_locally, select_configs, sources_from_dir,
+                                     summary_table)
 from mmlbdata.dataset.registry import UnknownConfigError
 from mmlbdata.official.protocol import PROTOCOLS
 from mmlbdata.cli._common import absolute, key_value, parse_option_value, positive_int, tokenizer_or_message
@@ -87,6 +88,15 @@ def _exit_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, stop)
 
 
+def _executor(args: argparse.Namespace):
+    """The build's executor: local processes, or Ray's (imported only when asked for)."""
+    if args.executor != "ray":
+        return run_locally
+    from mmlbdata.dataset.ray_build import RayExecutor
+
+    return RayExecutor(args.ray_address)
+
+
 def run(args: argparse.Namespace) -> int:
     _exit_on_sigterm()
     if args.fetch and (args.all or args.configs) and fetch_first(args):
@@ -98,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     common = dict(seed=args.seed, limit=args.limit, options=options, store_root=store_root,
                   tokenizer=args.tokenizer, progress=not args.no_progress, num_proc=args.num_proc,
                   shard_bytes=parse_size(args.shard_size) if args.shard_size else None, layout=args.layout,
-                  **({"executor": "ray", "ray_address": args.ray_address} if args.executor == "ray" else {}))
+                  executor=_executor(args))
     if not args.all and not args.configs:
         print("error: name configs to build, or use --all (see `mmlb list`)", file=sys.stderr)
         return 2
@@ -117,7 +127,8 @@ def run(args: argparse.Namespace) -> int:
 
 def fetch_first(args: argparse.Namespace) -> int:
     """``--fetch``: download the selected configs' sources; ready keys become ``--source`` paths."""
-    from mmlbdata.sources.fetch import FetchOptions, fetch_for_configs
+    from mmlbdata.dataset.registry import families_for_configs
+    from mmlbdata.sources.fetch import FetchOptions, fetch_needed
 
     if not args.sources_dir:
         print("error: --fetch needs --sources-dir DIR (where the sources are downloaded)", file=sys.stderr)
@@ -125,7 +136,8 @@ def fetch_first(args: argparse.Namespace) -> int:
     try:
         names = (select_configs(benchmark=args.benchmark, families=args.family, patterns=args.configs or None)
                  if args.all else args.configs)
-        report, paths = fetch_for_configs(names, args.sources_dir, FetchOptions(progress=not args.no_progress))
+        report, paths = fetch_needed(families_for_configs(names), args.sources_dir,
+                                     FetchOptions(progress=not args.no_progress))
     except UnknownConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

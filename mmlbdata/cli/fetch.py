@@ -129,7 +129,9 @@ def fetch_options(args: argparse.Namespace):
 
 def selected_parts(registry, args: argparse.Namespace) -> list:
     """The parts named by keys, --benchmark and --config (KeyError for an unknown name)."""
-    from mmlbdata.sources.fetch import benchmark_configs, families_for_configs, select_parts
+    from mmlbdata.dataset.build import benchmark_configs
+    from mmlbdata.dataset.registry import families_for_configs
+    from mmlbdata.sources.fetch import select_parts
 
     configs = list(args.config)
     if args.benchmark:

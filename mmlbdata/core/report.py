@@ -91,3 +91,13 @@ class BuildReport:
             lines.append(f"  ... and {self.num_skipped - 20} more (see the build manifest)")
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
+
+
+def human_bytes(num: int) -> str:
+    """A size as reports and cards print it: ``512 B``, ``1.5 MB`` (powers of 1000)."""
+    value = float(num)
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if value < 1000 or unit == "TB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{num} B"

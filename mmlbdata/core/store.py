@@ -118,6 +118,20 @@ def _check_complete(path: PathLike, head: bytes, tail: bytes) -> None:
         raise BadImageError(path, "PNG is truncated or corrupt (no IEND chunk)")
 
 
+def image_extension(data: bytes, name: str = "") -> str:
+    """File extension from the image's magic bytes (the stored name may lack one)."""
+    if data[:3] == b"\xff\xd8\xff":
+        return "jpg"
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        return "png"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "webp"
+    if data[:4] in (b"GIF8",):
+        return "gif"
+    suffix = Path(name).suffix.lstrip(".").lower()
+    return suffix or "bin"
+
+
 def inspect_image(path: PathLike, limits: Optional[ImageLimits] = None) -> ImageRef:
     """Validate a source image cheaply and read its size from the header (no pixel decoded);
     images over ``limits`` (default: :meth:`ImageLimits.from_env`) are refused."""

@@ -24,7 +24,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Optional
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Protocol
 
 from datasets import Features
 
@@ -80,14 +80,6 @@ def _count_rows(rows: Iterable[dict], config: str) -> Iterator[dict]:
 RELEASE_PROVENANCE = "rebuilt from local copies of the original releases"
 
 
-def _record_when_done(rows: Iterable[dict], recorded: dict, builder: Any) -> Iterator[dict]:
-    """Rows unchanged; once they are exhausted (before :func:`store_config` writes the manifest),
-    what the builder learnt while generating (``manifest_extra``, e.g. the release file it read)
-    goes into ``recorded``."""
-    yield from rows
-    recorded.update(getattr(builder, "manifest_extra", None) or {})
-
-
 def build_config(
     name: str,
     sources: Mapping[str, os.PathLike],
@@ -123,10 +115,13 @@ def build_config(
         manifest = {**build_parameters(entry, sources, seed=seed, limit=limit, options=options),
                     "provenance": provenance}
         rows = _count_rows(_progress(builder.generate(), entry.name, progress), entry.name)
-        recorded = dict(manifest)  # completed by the builder's own notes once the rows are done
-        rows = _record_when_done(rows, recorded, builder)
-        stats = store_config(out_dir, entry.name, rows, builder.info.features, manifest=recorded,
-                             report=report, **writer_options)
+
+        def learnt_while_generating() -> dict[str, Any]:
+            """The builder's notes (``manifest_extra``: the release file it read ...) and the report."""
+            return {**(getattr(builder, "manifest_extra", None) or {}), "report": report.to_dict()}
+
+        stats = store_config(out_dir, entry.name, rows, builder.info.features, manifest=manifest,
+                             after_rows=learnt_while_generating, **writer_options)
         return ConfigResult(entry.name, True, stats, report=report.to_dict(), status="built")
     except Exception as err:  # one broken config must not stop the others
         logger.debug("build of %s failed:\n%s", name, traceback.format_exc())
@@ -147,13 +142,15 @@ def config_lock_path(out_dir: os.PathLike, config: str) -> Path:
 
 
 def store_config(out_dir: os.PathLike, config: str, rows: Iterable[dict], features: Features = FEATURES, *,
-                 manifest: Optional[Mapping[str, Any]] = None, report: Optional[BuildReport] = None,
+                 manifest: Optional[Mapping[str, Any]] = None,
+                 after_rows: Optional[Callable[[], Mapping[str, Any]]] = None,
                  **writer_options: Any) -> ConfigStats:
     """Shards, then manifest, then README entry of ``config``, all under the config's lock.
 
-    The manifest takes ``report`` after the last row is generated, so the skipped records and
-    notes it records are the real ones. If anything fails, the config's partial shards are gone
-    and a folder this call created is not left behind empty.
+    The manifest is ``manifest`` plus what ``after_rows()`` returns, called once the last row is
+    written: what is known only then (the build report's skipped records, the release file a
+    builder read) is recorded as it really was. If anything fails, the config's partial shards
+    are gone and a folder this call created is not left behind empty.
     """
     out_dir = Path(out_dir)
     created = not out_dir.exists()
@@ -166,10 +163,8 @@ def store_config(out_dir: os.PathLike, config: str, rows: Iterable[dict], featur
             # facts of this run (wall-clock time; image files this build added, which depends on what
             # the folder held before, e.g. on the order configs sharing images were built) stay out
             # of the manifest so that rebuilds give byte-identical manifests
-            content = {**(manifest or {}), "stats": {k: v for k, v in stats.to_dict().items()
-                                                     if k not in RUN_ONLY_STATS}}
-            if report is not None:
-                content["report"] = report.to_dict()
+            content = {**(manifest or {}), **(after_rows() if after_rows else {}),
+                       "stats": {k: v for k, v in stats.to_dict().items() if k not in RUN_ONLY_STATS}}
             write_manifest(out_dir, config, content)
             from mmlbdata.dataset.card import update_readme
 
@@ -231,16 +226,20 @@ def config_missing_sources(config: Any, sources: Mapping[str, Any]) -> list[str]
     return missing(sources) if missing else [k for k in config.sources if k not in sources]
 
 
-def build_configs(names: list[str], sources: Mapping[str, os.PathLike], out_dir: os.PathLike, *,
-                  num_proc: int = 1, executor: str = "local", ray_address: Optional[str] = None,
-                  **kwargs: Any) -> list[ConfigResult]:
-    """Build several configs, in parallel processes when ``num_proc > 1``, or as Ray tasks
-    across a cluster with ``executor="ray"`` (see :mod:`mmlbdata.dataset.ray_build`)."""
-    names = [resolve(n).name for n in names]  # fail fast on a typo, before any work
-    if executor == "ray":
-        from mmlbdata.dataset.ray_build import build_configs_on_ray
+class Executor(Protocol):
+    """Where several configs are built: :func:`build_configs` resolves the names and hands them to
+    one. Each runs :func:`build_config` per config and returns the results in ``names`` order.
+    :func:`run_locally` is the default; :class:`mmlbdata.dataset.ray_build.RayExecutor` spreads the
+    configs over a Ray cluster (the build imports no executor: the caller chooses one)."""
 
-        return build_configs_on_ray(names, sources, out_dir, address=ray_address, num_proc=num_proc, **kwargs)
+    def __call__(self, names: list[str], sources: Mapping[str, os.PathLike], out_dir: os.PathLike, *,
+                 num_proc: int = 1, **kwargs: Any) -> list[ConfigResult]: ...
+
+
+def run_locally(names: list[str], sources: Mapping[str, os.PathLike], out_dir: os.PathLike, *,
+                num_proc: int = 1, **kwargs: Any) -> list[ConfigResult]:
+    """The default executor: one config after another in this process, or ``num_proc`` configs
+    at a time in a process pool (capped at the CPUs available)."""
     num_proc = cap_num_proc(num_proc)
     if num_proc <= 1 or len(names) == 1:
         return [build_config(n, sources, out_dir, num_proc=num_proc, **kwargs) for n in names]
@@ -253,6 +252,17 @@ def build_configs(names: list[str], sources: Mapping[str, os.PathLike], out_dir:
             results[result.config] = result
             logger.info("%s: %s", result.config, "done" if result.ok else result.error)
     return [results[n] for n in names]
+
+
+def build_configs(names: list[str], sources: Mapping[str, os.PathLike], out_dir: os.PathLike, *,
+                  num_proc: int = 1, executor: Executor = run_locally, **kwargs: Any) -> list[ConfigResult]:
+    """Build several configs with ``executor``: locally by default (in parallel processes when
+    ``num_proc > 1``), or ``RayExecutor(address)`` from :mod:`mmlbdata.dataset.ray_build`."""
+    if isinstance(executor, str):  # the form before executors were objects
+        raise TypeError(f"executor={executor!r}: pass an executor, run_locally (the default) or "
+                        "mmlbdata.dataset.ray_build.RayExecutor(address)")
+    names = [resolve(n).name for n in names]  # fail fast on a typo, before any work
+    return executor(names, sources, out_dir, num_proc=num_proc, **kwargs)
 
 
 # -- full, resumable builds -------------------------------------------------------------------
@@ -330,6 +340,15 @@ def select_configs(*, benchmark: Optional[str] = None, families: Optional[list[s
     if patterns:
         names = [n for n in names if any(fnmatch.fnmatch(n, p) for p in patterns)]
     return names
+
+
+#: other names a benchmark is asked for by (``mmlb fetch --benchmark lvb``)
+BENCHMARK_ALIASES = {"lvb": "longvideobench"}
+
+
+def benchmark_configs(benchmark: str) -> list[str]:
+    """Every config of a benchmark (``lvb`` is accepted for ``longvideobench``)."""
+    return select_configs(benchmark=BENCHMARK_ALIASES.get(benchmark, benchmark))
 
 
 def sources_from_dir(sources_dir: Optional[os.PathLike], explicit: Mapping[str, os.PathLike]) -> dict[str, Path]:

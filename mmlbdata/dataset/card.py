@@ -27,6 +27,7 @@ from datasets.info import DatasetInfo
 from datasets.splits import SplitDict, SplitInfo
 
 from mmlbdata.core import locks
+from mmlbdata.core.report import human_bytes
 from mmlbdata.dataset.demo import is_demo
 from mmlbdata.dataset.writer import SPLIT, ConfigStats, data_files_pattern, metadata_filename, metadata_path, read_manifest
 
@@ -269,15 +270,6 @@ def size_category(rows: int) -> str:
         if rows < limit:
             return label
     return "n>10M"
-
-
-def human_bytes(num: int) -> str:
-    value = float(num)
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if value < 1000 or unit == "TB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1000
-    return f"{num} B"
 
 
 def format_stats(summary: dict, decoded_bytes: Optional[int] = None) -> dict[str, str]:

@@ -1,6 +1,7 @@
 """``mmlb build --executor ray``: every config a Ray task, anywhere in the cluster.
 
-Each task runs the same :func:`build.build_config` a local build runs, so the parquet files are
+:class:`RayExecutor` is handed to :func:`build.build_configs` / :func:`build.build_all` by the
+caller (the CLI); this module imports the build, never the reverse. Each task runs the same :func:`build.build_config` a local build runs, so the parquet files are
 byte-identical to a local build (same builder, same writer, same seeds); only where it runs
 changes. Every node must see the same paths: the sources, the output folder (the writer's
 atomic config swap and README lock work on a shared file system) and the image store
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
@@ -55,6 +57,18 @@ def build_configs_on_ray(names: list[str], sources: Mapping[str, os.PathLike], o
             logger.info("%s: %s", name, "done" if results[name].ok else results[name].error)
             bar.update(1)
     return [results[n] for n in names]
+
+
+@dataclass(frozen=True)
+class RayExecutor:
+    """The Ray executor of :func:`build.build_configs`: ``address`` is the cluster to join
+    (``auto``, ``ray://head:10001``; ``None``: the one ``RAY_ADDRESS`` names, else a local Ray)."""
+
+    address: Optional[str] = None
+
+    def __call__(self, names: list[str], sources: Mapping[str, os.PathLike], out_dir: os.PathLike, *,
+                 num_proc: int = 1, **kwargs: Any) -> list[ConfigResult]:
+        return build_configs_on_ray(names, sources, out_dir, address=self.address, num_proc=num_proc, **kwargs)
 
 
 def _absolute(kwargs: dict, keys: tuple) -> dict:

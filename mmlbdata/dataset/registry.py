@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, Iterable
 
 from mmlbdata.core.lengths import normalize_config_name
 
@@ -71,3 +71,13 @@ def sources_by_key() -> dict[str, list[tuple[str, str]]]:
         for key, layout in builder.SOURCES.items():
             out.setdefault(key, []).append((family, layout))
     return dict(sorted(out.items()))
+
+
+def families_for_configs(names: Iterable[str]) -> dict[str, set[str]]:
+    """Source key -> the builder families of ``names`` that read it (what ``--fetch`` gets)."""
+    needed: dict[str, set[str]] = {}
+    for name in names:
+        entry = resolve(name)
+        for key in entry.config.sources:
+            needed.setdefault(key, set()).add(entry.family)
+    return needed

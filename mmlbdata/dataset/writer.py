@@ -59,7 +59,7 @@ from mmlbdata import __version__
 from mmlbdata.sources.download import file_digest
 from mmlbdata.core.paths import resolve_inside
 from mmlbdata.core.schema import FEATURES
-from mmlbdata.core.store import ImageRef, file_sha256
+from mmlbdata.core.store import ImageRef, file_sha256, image_extension
 
 logger = logging.getLogger("mmlbdata")
 
@@ -554,8 +554,6 @@ def metadata_schema(features: Features, image_columns: list[str]) -> pa.Schema:
 def image_file_extension(path: str) -> str:
     """The image file's extension as imagefolder knows it (``.jpeg`` -> ``jpg``); sniffed from the
     magic bytes when the name has none it accepts (a store object always has one)."""
-    from mmlbdata.exports import image_extension
-
     suffix = Path(path).suffix.lower().lstrip(".")
     suffix = {"jpeg": "jpg"}.get(suffix, suffix)
     if suffix in _IMAGE_EXTENSIONS:

@@ -15,6 +15,7 @@ from typing import Iterator, Optional, Sequence
 import pyarrow.parquet as pq
 
 from mmlbdata.core.paths import resolve_inside
+from mmlbdata.core.store import image_extension
 from mmlbdata.dataset.stats import IMAGE_FILES_COLUMN, configs_in, is_files_layout, shard_files
 from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
 from mmlbdata.dataset.writer import read_manifest
@@ -48,20 +49,6 @@ def _image_file(folder: Path, name: str) -> dict:
 def split_prompt(prompt: str) -> list[str]:
     """The text around each ``<image>``: ``len(result) == number of images + 1``."""
     return prompt.split(IMAGE_PLACEHOLDER)
-
-
-def image_extension(data: bytes, name: str = "") -> str:
-    """File extension from the image's magic bytes (the stored name may lack one)."""
-    if data[:3] == b"\xff\xd8\xff":
-        return "jpg"
-    if data[:8] == b"\x89PNG\r\n\x1a\n":
-        return "png"
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "webp"
-    if data[:4] in (b"GIF8",):
-        return "gif"
-    suffix = Path(name).suffix.lstrip(".").lower()
-    return suffix or "bin"
 
 
 def content_name(data: bytes, name: str = "") -> str:

@@ -17,10 +17,20 @@ template (list in the ReadBench card and ``docs/prompts.md``):
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import Protocol, Sequence
 
-from mmlbdata.sources import readbench as src
 from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
+
+#: the option letters of ReadBench's multiple-choice prompts (the reader checks answers against them)
+LETTERS = "ABCDEFGHIJKLMNOP"
+
+
+class MCQuestion(Protocol):
+    """What a multiple-choice prompt needs of a record (``sources.readbench.MCRecord`` has it)."""
+
+    source: str
+    category: str
+    question: str
 
 MMLU_HEAD = ("The following are multiple-choice questions about {category}. The possible answers are "
              "listed in the attached image.\n\nQuestion: {question}\nOptions:\n")
@@ -164,7 +174,7 @@ def longbench_prompt_parts(subset: str, question: str) -> tuple[str, str]:
     return split_template(LONGBENCH_TEMPLATES[base], input=question)
 
 
-def mc_prompt_parts(record: src.MCRecord) -> tuple[str, str]:
+def mc_prompt_parts(record: MCQuestion) -> tuple[str, str]:
     if record.source == "gpqa":
         return GPQA_HEAD.format(question=record.question), GPQA_TAIL_COT
     # the category as the release names it (MMLU-Redux: the subject folder, ``college_mathematics``),
@@ -174,5 +184,5 @@ def mc_prompt_parts(record: src.MCRecord) -> tuple[str, str]:
 
 def options_text(options: Sequence[str]) -> str:
     """The text of the options image: "A. ..." one per line."""
-    return "\n".join(f"{src.LETTERS[i]}. {option}" for i, option in enumerate(options))
+    return "\n".join(f"{LETTERS[i]}. {option}" for i, option in enumerate(options))
 

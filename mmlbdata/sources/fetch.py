@@ -30,11 +30,10 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 import yaml
 
 __all__ = ["HubFiles", "Part", "SourceEntry", "PartOutcome", "FetchReport", "FetchOptions",
-           "load_registry", "select_parts", "families_for_configs", "fetch", "source_paths",
+           "load_registry", "select_parts", "fetch", "fetch_needed", "source_paths",
            "describe_plan", "STATE_DIR"]
 
 STATE_DIR = ".mmlb-fetch"
-BENCHMARK_ALIASES = {"lvb": "longvideobench"}
 
 
 @dataclass(frozen=True)
@@ -137,25 +136,6 @@ def load_registry(path: Optional[os.PathLike] = None) -> dict[str, SourceEntry]:
 
 
 # --------------------------------------------------------------------------- selection
-
-def families_for_configs(names: Iterable[str]) -> dict[str, set[str]]:
-    """Source key -> the builder families of ``names`` that read it."""
-    from mmlbdata.dataset.registry import resolve
-
-    needed: dict[str, set[str]] = {}
-    for name in names:
-        entry = resolve(name)
-        for key in entry.config.sources:
-            needed.setdefault(key, set()).add(entry.family)
-    return needed
-
-
-def benchmark_configs(benchmark: str) -> list[str]:
-    """Every config of a benchmark (``lvb`` is accepted for ``longvideobench``)."""
-    from mmlbdata.dataset.build import select_configs
-
-    return select_configs(benchmark=BENCHMARK_ALIASES.get(benchmark, benchmark))
-
 
 def _split_request(text: str) -> tuple[str, Optional[str]]:
     key, _, part = text.partition(":")
@@ -566,11 +546,13 @@ def fetch(registry: Mapping[str, SourceEntry], parts: Sequence[Part], dest: os.P
     return report
 
 
-def fetch_for_configs(names: Sequence[str], dest: os.PathLike, options: Optional[FetchOptions] = None,
-                      registry: Optional[Mapping[str, SourceEntry]] = None) -> tuple[FetchReport, dict[str, Path]]:
-    """``mmlb build --fetch``: fetch what ``names`` need; the report and the paths of ready keys."""
+def fetch_needed(needed: Mapping[str, set[str]], dest: os.PathLike, options: Optional[FetchOptions] = None,
+                 registry: Optional[Mapping[str, SourceEntry]] = None) -> tuple[FetchReport, dict[str, Path]]:
+    """``mmlb build --fetch``: fetch the parts ``needed`` (source key -> the families that read it:
+    ``mmlbdata.dataset.registry.families_for_configs``); the report and the paths of ready keys.
+    Keys the registry does not list (a release given by hand) are left to the caller."""
     registry = registry if registry is not None else load_registry()
-    needed = {k: f for k, f in families_for_configs(names).items() if k in registry}
+    needed = {k: f for k, f in needed.items() if k in registry}
     report = fetch(registry, select_parts(registry, families=needed), dest, options)
     return report, source_paths(registry, dest, sorted(report.keys_ready()))
 
@@ -602,7 +584,7 @@ def describe_plan(registry: Mapping[str, SourceEntry], parts: Sequence[Part], de
 
 def _plan_total(parts: Sequence[Part]) -> str:
     """The plan's last line; a size only where the registry lists one (never "0.00 GB" for unknown)."""
-    from mmlbdata.dataset.card import human_bytes
+    from mmlbdata.core.report import human_bytes
 
     fetched = [p for p in parts if p.url or p.hub]
     known = sum(p.size or 0 for p in fetched)

@@ -39,9 +39,9 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 from mmlbdata.core.paths import is_inside
 from mmlbdata.core.report import BuildReport
+from mmlbdata.official.readbench_prompts import LETTERS
 from mmlbdata.sources.records import read_jsonl_reported
 
-LETTERS = "ABCDEFGHIJKLMNOP"
 ROW_SUFFIXES = (".parquet", ".jsonl", ".json", ".csv", ".arrow")
 
 HUB = {
