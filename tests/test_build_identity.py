@@ -8,6 +8,12 @@ rows must come back whichever layout wrote them (files or embedded), and a parqu
 version string in the file footer is no change of the benchmark. A digest that no longer matches
 means the built rows changed: re-record deliberately, after checking the rows. (Recorded
 when the files layout landed: the embedded build of the code before it gave the same digests.)
+
+``RECIPES`` pins one or more configs of every family registered under ``mmlb.builders``, built
+from its recipe (not replayed from the release) on the real shared samples, or on the
+release-schema fixtures of the family's own tests where no real sample exists; the cases and
+their sources are in ``identity_sources`` (shared with scripts/build_fingerprint.py). Recorded
+at bc9d6da, before modules moved into layer subpackages, to prove that move changes no row.
 """
 from __future__ import annotations
 
@@ -19,6 +25,8 @@ import pytest
 
 from mmlbdata.dataset.build import build_configs
 from mmlbdata.exports import iter_rows
+from mmlbdata.registry import families
+import identity_sources
 from test_mmlb_release import write_release
 from test_readbench import sources, wiki_words  # noqa: F401  (its Hub-schema fixtures, reused)
 
@@ -30,6 +38,24 @@ READBENCH = {
 RELEASE = {
     "vh_single_8k": "1da2ffbaf3e9c24a4c233580698ab15846bfe597af6e08f88fd5c0264484c49f",
     "mmlongdoc_8k": "b8d3bc398c5cae6860bcf1534b3a1b0934260e0d3f4b9fc3b9205b277d90553b",
+}
+
+RECIPES = {
+    "vh_single_8k": "12b189e23fcec42832953b939d238e0d4cebf20a84d7b274cafdaf649311bdc3",  # vh
+    "vh_multi_8k": "1fa03658021c62d9e26f72cf1b7ce11f1e62943db81163cef56f5c3dd3895f4e",  # vh
+    "longdocurl_8k": "8d296d2a04692d08c0aca13a288cb7079740e01932a08d160a53656744176e32",  # docvqa
+    "mmlongdoc_8k": "62c3032fe05d07b4c89f69dc1b3f80503068ef564c0c71effaa8f3066e19805d",  # docvqa
+    "mmlongbench_doc_8k": "b2e14a0abd0b25a83d114feec9065084f892c2281c395ad3db08d65d7331511c",  # mmlongbench_doc
+    "readbench_mmlu_pro": "c39326d92536a6c7f3a8e10f2e2f93f81796808eb31e0d2b778e7303c9b1401c",  # readbench
+    "multi_lexsum_8k": "19b16dc779cd6296fd7ea03c560853dd85d6662f4c5cdd9f0bd0442401607563",  # summ
+    "gov_report_8k": "94ce35baba2fed5dcf5c5bcf7dbef9b24a5c4dcf6bc619c0f3f69136118d0f7b",  # summ
+    "lvb_val_8k": "4eb907ec6c193b8e12a46e679ff79f292bcfeb2fb4eb75605047357b7846ead4",  # lvb
+    "viquae_8k": "d45efefd8e47ce746246df7a8373cdb39d91a3f35c6c86f2009a606aaf43d399",  # vrag
+    "food101_8k": "41634dbf211ce1b8acc549b51fa3d6a990a44e53c0049bc8741f7e3f269112d7",  # icl
+    "mmneedle_n2_k2_8k": "f380a8f9190923f6e3cad0b87d574890c3a2d6c667bdc8d6b3b6f91d61e70e55",  # mmneedle
+    "mmneedle_m10_n2_k2": "fc0670107efb3c7ac037159fd2d8ec3b2bddf44b76c3c995a87bf564322bf90c",  # mmneedle
+    "mm_niah_retrieval_image_8k": "d42d34b7bfc441751628b34a2014af39b3d6e9d3ede768a55fe6708160c01cbe",  # mmniah
+    "mm_niah_counting_text_8k": "74a6ebe8877079a33b7302d1a608c3d2111e428a01bd5c2aa099ddc36703c3f2",  # mmniah
 }
 
 
@@ -60,3 +86,30 @@ def test_release_rows_are_unchanged(tmp_path, real_data, tokenizer_path, layout)
     write_release(tmp_path / "release", real_data)
     built = _build(list(RELEASE), {"mmlb_release": tmp_path / "release"}, tmp_path / "out", tokenizer_path, 1, layout)
     assert built == RELEASE
+
+
+@pytest.fixture(scope="module")
+def recipes_built(tmp_path_factory, real_data, tokenizer_path) -> dict[str, str]:
+    """Every case of ``identity_sources.CASES`` built once (files layout) into one folder."""
+    root = tmp_path_factory.mktemp("recipes")
+    sources = identity_sources.lay_out_sources(root / "sources", real_data)
+    built = {}
+    for case in identity_sources.CASES:
+        options = identity_sources.case_options(case, root / "sources") or None
+        results = build_configs([case.config], {k: sources[k] for k in case.sources}, root / "out",
+                                limit=case.limit, options=options, tokenizer=tokenizer_path,
+                                store_root=root / "store", progress=False, layout="files")
+        assert all(r.ok for r in results), [r.error for r in results]
+        built[case.config] = rows_digest(root / "out", case.config)
+    return built
+
+
+def test_every_registered_family_has_a_pinned_recipe_build():
+    pinned = {case.family for case in identity_sources.CASES if case.config in RECIPES}
+    assert set(families()) <= pinned, sorted(set(families()) - pinned)
+    assert {case.config for case in identity_sources.CASES} == set(RECIPES)
+
+
+@pytest.mark.parametrize("config", list(RECIPES))
+def test_recipe_rows_are_unchanged(recipes_built, config):
+    assert recipes_built[config] == RECIPES[config]
