@@ -22,13 +22,12 @@ from mmlbdata.core.lengths import EXTENDED_LENGTH_KEYS, LENGTH_KEYS, LENGTHS, le
 from mmlbdata.core.paths import resolve_inside
 from mmlbdata.core.report import BuildReport
 from mmlbdata.core.schema import FEATURES, make_example
+from mmlbdata.core.store import BadImageError, ImageStore
+from mmlbdata.core.tokens import TokenCounter, default_counter
 from mmlbdata.official import mmlongbench_prompts as prompts
 from mmlbdata.official import protocol as protocols
 from mmlbdata.sources import mmlb_release as release
 from mmlbdata.sources import mmlb_release_tsv as release_tsv
-from mmlbdata.core.store import BadImageError, ImageStore
-from mmlbdata.core.tokens import TokenCounter, default_counter
-
 
 #: MMLongBench's families: the five lengths and the extended release's 256K / 512K
 MMLONGBENCH_LENGTH_KEYS: tuple[str, ...] = LENGTH_KEYS + EXTENDED_LENGTH_KEYS

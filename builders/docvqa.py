@@ -32,12 +32,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Iterator
 
-from mmlbdata.dataset.docpack import AnswerPagesCut, fit_example
 from mmlbdata.core.lengths import LENGTHS
-from mmlbdata.official.protocol import DEFAULT as DEFAULT_PROTOCOL  # in the config options: a protocol change rebuilds
-from mmlbdata.media.documents import (DocCorpus, ImageDocument, PdfDocument, ScaledImageDocument,
-                                      max_pages_option)
+from mmlbdata.dataset.docpack import AnswerPagesCut, fit_example
+from mmlbdata.media.documents import DocCorpus, ImageDocument, PdfDocument, ScaledImageDocument, max_pages_option
 from mmlbdata.media.pdf import DEFAULT_DPI
+from mmlbdata.official.protocol import DEFAULT as DEFAULT_PROTOCOL  # in the config options: a protocol change rebuilds
 from mmlbdata.sources import longdocurl, mmlongbench_doc, slidevqa
 from mmlbdata.sources.docqa import DocQuestion, correct_answer, long_answer_problem
 from mmlbdata.sources.records import BadRecord

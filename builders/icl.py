@@ -21,14 +21,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
-from mmlbdata.official import mmlongbench_prompts as prompts
 from mmlbdata.core.lengths import fill, length_tokens
 from mmlbdata.core.schema import make_example
 from mmlbdata.core.seeding import rng as seeded_rng
-from mmlbdata.sources.icl import (LAYOUT_FOLDER, LAYOUT_HUB, LAYOUT_INAT, ClassPool, LabeledImage,
-                                  read_icl_source)
 from mmlbdata.core.store import BadImageError
 from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
+from mmlbdata.official import mmlongbench_prompts as prompts
+from mmlbdata.sources.icl import LAYOUT_FOLDER, LAYOUT_HUB, LAYOUT_INAT, ClassPool, LabeledImage, read_icl_source
 
 from .base import MMLONGBENCH_LENGTH_KEYS, MMLBBuilder, MMLBConfig
 

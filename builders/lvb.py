@@ -33,17 +33,24 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from mmlbdata.core.lengths import BudgetError, fill
-from mmlbdata.media.interleave import Item, interleave
-from mmlbdata.media.subtitles import Cue, SubtitleError, clip_cues, negative_cues, read_subtitles
-from mmlbdata.media.video import (VideoError, VideoInfo, frame_indices, frame_timestamps,
-                                  num_sampled, output_size, probe, store_frames)
 from mmlbdata.core.parallel import map_units
 from mmlbdata.core.schema import make_example
-from mmlbdata.sources.lvb import (LAYOUT, LVBRecordError, LVBRow, annotation_path, read_annotations,
-                                  release_file)
 from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
+from mmlbdata.media.interleave import Item, interleave
+from mmlbdata.media.subtitles import Cue, SubtitleError, clip_cues, negative_cues, read_subtitles
+from mmlbdata.media.video import (
+    VideoError,
+    VideoInfo,
+    frame_indices,
+    frame_timestamps,
+    num_sampled,
+    output_size,
+    probe,
+    store_frames,
+)
+from mmlbdata.sources.lvb import LAYOUT, LVBRecordError, LVBRow, annotation_path, read_annotations, release_file
 
-from .base import MMLBConfig, MMLBBuilder, standard_configs
+from .base import MMLBBuilder, MMLBConfig, standard_configs
 
 INSTRUCTION = "Answer with the option's letter from the given choices directly."
 METRIC = "lvb_mc"

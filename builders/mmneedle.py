@@ -49,13 +49,13 @@ from dataclasses import dataclass
 from typing import Iterator, Optional, Sequence
 
 from mmlbdata.core.lengths import LENGTH_KEYS, fill, length_tokens
-from mmlbdata.media.stitch import CELL, StitchError, recipe_key, stitch_many
 from mmlbdata.core.schema import make_example
 from mmlbdata.core.seeding import rng as seeded_rng
-from mmlbdata.sources import mmneedle_release as needle_release
-from mmlbdata.sources.coco_captions import LAYOUT, CaptionedImage, read_captions
 from mmlbdata.core.store import BadImageError, ImageRef, ImageStore
 from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
+from mmlbdata.media.stitch import CELL, StitchError, recipe_key, stitch_many
+from mmlbdata.sources import mmneedle_release as needle_release
+from mmlbdata.sources.coco_captions import LAYOUT, CaptionedImage, read_captions
 
 from .base import MMLBBuilder, MMLBConfig
 

@@ -22,13 +22,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
-from mmlbdata.official import mmlongbench_prompts as prompts
 from mmlbdata.core.lengths import DEPTHS, fill
 from mmlbdata.core.schema import make_example
 from mmlbdata.core.seeding import stable_seed
-from mmlbdata.sources.mmniah import ImageSeg, NiahRecord, read_mmniah
 from mmlbdata.core.store import BadImageError, ImageRef, file_sha256
 from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
+from mmlbdata.official import mmlongbench_prompts as prompts
+from mmlbdata.sources.mmniah import ImageSeg, NiahRecord, read_mmniah
 
 from .base import MMLONGBENCH_LENGTH_KEYS, MMLBBuilder, standard_configs
 

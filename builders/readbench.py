@@ -47,12 +47,24 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional, Sequence
 
 from mmlbdata.core.lengths import LENGTH_KEYS, BudgetError, Packed, fill, length_tokens, truncate_even
-from mmlbdata.media.pages import (DEFAULT_PPI, PageSettings, TextLayout, layout_text, pages_of_words,
-                                  render_text_pages, settings_for_layout)
-from mmlbdata.official.readbench_prompts import (babilong_prompt_parts, longbench_prompt_parts, mc_prompt_parts,
-                                        options_text, with_pages)
 from mmlbdata.core.schema import make_example
 from mmlbdata.core.seeding import stable_seed
+from mmlbdata.media.pages import (
+    DEFAULT_PPI,
+    PageSettings,
+    TextLayout,
+    layout_text,
+    pages_of_words,
+    render_text_pages,
+    settings_for_layout,
+)
+from mmlbdata.official.readbench_prompts import (
+    babilong_prompt_parts,
+    longbench_prompt_parts,
+    mc_prompt_parts,
+    options_text,
+    with_pages,
+)
 from mmlbdata.sources import readbench as src
 
 from .base import MMLBBuilder, MMLBConfig

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from mmlbdata.official import mmlongbench_prompts as prompts
 from mmlbdata.core.lengths import LENGTHS, Packed, fill, truncate_end
-from mmlbdata.media import pdf
 from mmlbdata.core.schema import make_example
+from mmlbdata.media import pdf
+from mmlbdata.official import mmlongbench_prompts as prompts
 from mmlbdata.sources import govreport, multi_lexsum
 
 from .base import MMLONGBENCH_LENGTH_KEYS, MMLBBuilder, standard_configs

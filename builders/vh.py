@@ -22,13 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from mmlbdata.official import mmlongbench_prompts as prompts
 from mmlbdata.core.lengths import DEPTHS, depth_index, fill, place_at
 from mmlbdata.core.schema import make_example
 from mmlbdata.core.seeding import rng as seeded_rng
-from mmlbdata.sources.coco import LAYOUT, CocoImage, read_instances
-from mmlbdata.sources.vhs import LAYOUT as VHS_LAYOUT, VhsQuestion, read_vhs, release_files
 from mmlbdata.core.store import BadImageError
+from mmlbdata.official import mmlongbench_prompts as prompts
+from mmlbdata.sources.coco import LAYOUT, CocoImage, read_instances
+from mmlbdata.sources.vhs import LAYOUT as VHS_LAYOUT
+from mmlbdata.sources.vhs import VhsQuestion, read_vhs, release_files
 
 from .base import MMLONGBENCH_LENGTH_KEYS, MMLBBuilder, standard_configs
 

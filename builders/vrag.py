@@ -25,17 +25,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
-from mmlbdata.official import mmlongbench_prompts as prompts
 from mmlbdata.core.lengths import DEPTHS, BudgetError, depth_index, fill, length_tokens, place_at
+from mmlbdata.core.schema import make_example
+from mmlbdata.core.seeding import rng as seeded_rng
+from mmlbdata.core.store import ImageRef
+from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
+from mmlbdata.official import mmlongbench_prompts as prompts
 from mmlbdata.retrieval.corpus import Corpus, default_cache_dir, open_corpus
 from mmlbdata.retrieval.dense import DEFAULT_MODEL
 from mmlbdata.retrieval.search import Retriever, mentions_any
-from mmlbdata.core.schema import make_example
-from mmlbdata.core.seeding import rng as seeded_rng
-from mmlbdata.sources.infoseek import LAYOUT as INFOSEEK_LAYOUT, read_infoseek
-from mmlbdata.sources.viquae import LAYOUT as VIQUAE_LAYOUT, read_viquae
-from mmlbdata.core.store import ImageRef
-from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
+from mmlbdata.sources.infoseek import LAYOUT as INFOSEEK_LAYOUT
+from mmlbdata.sources.infoseek import read_infoseek
+from mmlbdata.sources.viquae import LAYOUT as VIQUAE_LAYOUT
+from mmlbdata.sources.viquae import read_viquae
 
 from .base import MMLONGBENCH_LENGTH_KEYS, MMLBBuilder, standard_configs
 

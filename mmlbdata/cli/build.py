@@ -6,11 +6,17 @@ import signal
 import sys
 import time
 
-from mmlbdata.dataset.build import (build_all, build_configs, run_locally, select_configs, sources_from_dir,
-                                     summary_table)
+from mmlbdata.cli._common import absolute, key_value, parse_option_value, positive_int, tokenizer_or_message
+from mmlbdata.dataset.build import (
+    build_all,
+    build_configs,
+    run_locally,
+    select_configs,
+    sources_from_dir,
+    summary_table,
+)
 from mmlbdata.dataset.registry import UnknownConfigError
 from mmlbdata.official.protocol import PROTOCOLS
-from mmlbdata.cli._common import absolute, key_value, parse_option_value, positive_int, tokenizer_or_message
 
 
 def register(sub: argparse._SubParsersAction) -> None:

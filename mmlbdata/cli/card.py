@@ -5,10 +5,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from mmlbdata.dataset.card import render_card
-from mmlbdata.core.extras import MissingExtraError
-from mmlbdata.dataset.stats import DamagedShardError
 from mmlbdata.cli._common import absolute
+from mmlbdata.core.extras import MissingExtraError
+from mmlbdata.dataset.card import render_card
+from mmlbdata.dataset.stats import DamagedShardError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -5,10 +5,10 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from mmlbdata.dataset.build import build_configs
-from mmlbdata.dataset.demo import DEMO_NOTE, DEMO_PROVENANCE, make_demo_coco
 from mmlbdata.cli._common import tokenizer_or_message
 from mmlbdata.cli.build import print_summary
+from mmlbdata.dataset.build import build_configs
+from mmlbdata.dataset.demo import DEMO_NOTE, DEMO_PROVENANCE, make_demo_coco
 
 DEMO_CONFIGS = ["vh_single_8k", "vh_single_32k", "vh_multi_8k", "vh_multi_32k"]
 

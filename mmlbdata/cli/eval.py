@@ -7,9 +7,10 @@ import os
 import sys
 from pathlib import Path
 
-from mmlbdata.core.extras import MissingExtraError
-from mmlbdata.official.protocol import DEFAULT as DEFAULT_PROTOCOL, PROTOCOLS
 from mmlbdata.cli._common import absolute
+from mmlbdata.core.extras import MissingExtraError
+from mmlbdata.official.protocol import DEFAULT as DEFAULT_PROTOCOL
+from mmlbdata.official.protocol import PROTOCOLS
 
 log = logging.getLogger(__name__)
 

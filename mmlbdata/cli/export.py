@@ -5,8 +5,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from mmlbdata.exports import FORMATS
 from mmlbdata.cli._common import absolute
+from mmlbdata.exports import FORMATS
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -140,8 +140,8 @@ def selected_parts(registry, args: argparse.Namespace) -> list:
 
 
 def run_registry(args: argparse.Namespace) -> int:
-    from mmlbdata.sources.fetch import describe_plan, describe_registry, fetch, load_registry
     from mmlbdata.dataset.registry import UnknownConfigError
+    from mmlbdata.sources.fetch import describe_plan, describe_registry, fetch, load_registry
 
     registry = load_registry()
     if args.list:

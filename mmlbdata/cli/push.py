@@ -5,8 +5,8 @@ import argparse
 import re
 import sys
 
-from mmlbdata.dataset.hub import FolderUploader, push_folder
 from mmlbdata.cli._common import absolute
+from mmlbdata.dataset.hub import FolderUploader, push_folder
 
 
 def register(sub: argparse._SubParsersAction) -> None:

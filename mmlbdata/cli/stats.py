@@ -5,10 +5,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from mmlbdata.dataset.demo import DEMO_NOTE, demo_configs
-from mmlbdata.core.extras import MissingExtraError
-from mmlbdata.dataset.stats import DamagedShardError, configs_in, folder_distributions, plot_distributions
 from mmlbdata.cli._common import absolute
+from mmlbdata.core.extras import MissingExtraError
+from mmlbdata.dataset.demo import DEMO_NOTE, demo_configs
+from mmlbdata.dataset.stats import DamagedShardError, configs_in, folder_distributions, plot_distributions
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -29,13 +29,12 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Protoco
 from datasets import Features
 
 from mmlbdata import __version__
-
 from mmlbdata.core import locks
-from mmlbdata.dataset.demo import is_demo
-from mmlbdata.dataset.registry import UnknownConfigError, resolve
 from mmlbdata.core.report import BuildReport, source_label
 from mmlbdata.core.schema import FEATURES
 from mmlbdata.core.store import ImageStore
+from mmlbdata.dataset.demo import is_demo
+from mmlbdata.dataset.registry import UnknownConfigError, resolve
 from mmlbdata.dataset.writer import DEFAULT_LAYOUT, ConfigStats, remove_if_empty, write_config, write_manifest
 
 logger = logging.getLogger("mmlbdata")

@@ -29,7 +29,14 @@ from datasets.splits import SplitDict, SplitInfo
 from mmlbdata.core import locks
 from mmlbdata.core.report import human_bytes
 from mmlbdata.dataset.demo import is_demo
-from mmlbdata.dataset.writer import SPLIT, ConfigStats, data_files_pattern, metadata_filename, metadata_path, read_manifest
+from mmlbdata.dataset.writer import (
+    SPLIT,
+    ConfigStats,
+    data_files_pattern,
+    metadata_filename,
+    metadata_path,
+    read_manifest,
+)
 
 DEFAULT_BODY_MARK = "<!-- mmlb:default-body -->"
 DEFAULT_BODY = DEFAULT_BODY_MARK + """

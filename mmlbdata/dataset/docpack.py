@@ -227,10 +227,10 @@ def fit_example(builder, question, corpus, where, *, answers=None, extra_meta=No
     depend on the length, so every length of a question pads from the same order. ``cuts``
     counts the built questions whose answer pages were cut.
     """
-    from mmlbdata.media.pdf import PdfError
     from mmlbdata.core.schema import make_example
     from mmlbdata.core.seeding import rng
     from mmlbdata.core.store import BadImageError
+    from mmlbdata.media.pdf import PdfError
 
     name = builder.config.name
     if not corpus.get(question.doc_id):

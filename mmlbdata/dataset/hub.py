@@ -33,10 +33,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Protocol, Union
 
-from mmlbdata.dataset.demo import demo_configs
 from mmlbdata.core.paths import resolve_inside
+from mmlbdata.dataset.demo import demo_configs
 from mmlbdata.dataset.stats import configs_in, image_paths, is_files_layout, shard_files
-from mmlbdata.dataset.writer import METADATA_SUFFIX, SPLIT, layout_conflict, metadata_filename, other_layout, read_manifest
+from mmlbdata.dataset.writer import (
+    METADATA_SUFFIX,
+    SPLIT,
+    layout_conflict,
+    metadata_filename,
+    other_layout,
+    read_manifest,
+)
 
 README = "README.md"
 Payload = Union[Path, bytes]

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from mmlbdata.dataset.build import ConfigResult, build_config
 from mmlbdata.core.parallel import ray_units
 from mmlbdata.core.raycluster import connect
+from mmlbdata.dataset.build import ConfigResult, build_config
 
 logger = logging.getLogger("mmlbdata")
 

@@ -56,10 +56,10 @@ import pyarrow.parquet as pq
 from datasets import Features
 
 from mmlbdata import __version__
-from mmlbdata.sources.download import file_digest
 from mmlbdata.core.paths import resolve_inside
 from mmlbdata.core.schema import FEATURES
 from mmlbdata.core.store import ImageRef, file_sha256, image_extension
+from mmlbdata.sources.download import file_digest
 
 logger = logging.getLogger("mmlbdata")
 

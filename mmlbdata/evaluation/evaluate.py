@@ -218,8 +218,8 @@ def evaluate(predictions_path: str | Path, data_dir: str | Path, configs: list[s
     document QA is scored by the LLM judge when ``metric_options["docqa"]`` has ``judge`` and
     ``judge_prompts`` (``docqa_judge``), else by the rules.
     """
-    from mmlbdata.official import protocol as protocols
     from mmlbdata.evaluation.docqa_judge import prepare as prepare_docqa_judge
+    from mmlbdata.official import protocol as protocols
 
     parity_of({"parity": parity})
     chosen = protocols.get(protocol)

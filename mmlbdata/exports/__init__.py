@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 
 from mmlbdata.core.paths import resolve_inside
 from mmlbdata.core.store import image_extension
-from mmlbdata.dataset.stats import IMAGE_FILES_COLUMN, configs_in, is_files_layout, shard_files
 from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
+from mmlbdata.dataset.stats import IMAGE_FILES_COLUMN, configs_in, is_files_layout, shard_files
 from mmlbdata.dataset.writer import read_manifest
 
 FORMATS = ("lmms-eval", "vlmevalkit", "mmlongbench")

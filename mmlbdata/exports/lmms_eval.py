@@ -19,8 +19,8 @@ from typing import Optional, Sequence
 import yaml
 
 from mmlbdata import __version__
-from mmlbdata.dataset.writer import SPLIT
 from mmlbdata.core.paths import resolve_inside
+from mmlbdata.dataset.writer import SPLIT
 from mmlbdata.exports import config_family, selected_configs
 from mmlbdata.exports.lmms_eval_hooks import SCORE_KEY, STDERR_KEY
 

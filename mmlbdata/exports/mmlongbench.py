@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from mmlbdata.core.paths import resolve_inside
-from mmlbdata.sources import mmlb_release as release
-from mmlbdata.sources.docqa import LONG_FORMAT
 from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
 from mmlbdata.dataset.writer import read_manifest
 from mmlbdata.exports import content_name, image_extension, iter_rows, selected_configs, write_image
+from mmlbdata.sources import mmlb_release as release
+from mmlbdata.sources.docqa import LONG_FORMAT
 
 logger = logging.getLogger("mmlbdata")
 

@@ -11,8 +11,8 @@ family in this project keeps it. ``docs/prompts.md`` lists every template with i
 """
 from __future__ import annotations
 
-from mmlbdata.official.protocol import get as get_protocol
 from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
+from mmlbdata.official.protocol import get as get_protocol
 
 ANSWER_LINE = "Write your answer in the following format:\nAnswer: [answer]\n\n{context}\n\nQuestion: {question}"
 TEMPLATES = {

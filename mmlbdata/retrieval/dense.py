@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from mmlbdata.retrieval.bm25 import passage_document
 from mmlbdata.core.extras import require
+from mmlbdata.retrieval.bm25 import passage_document
 from mmlbdata.retrieval.corpus import Corpus, atomic_folder, default_cache_dir
 
 DEFAULT_MODEL = "Alibaba-NLP/gte-large-en-v1.5"

@@ -10,7 +10,6 @@ import string
 from pathlib import Path
 from typing import Iterable
 
-
 from mmlbdata.retrieval.bm25 import BM25Index
 from mmlbdata.retrieval.corpus import Corpus, default_cache_dir
 from mmlbdata.retrieval.dense import DEFAULT_MODEL, DenseEncoder, DenseIndex, Reranker

@@ -19,8 +19,16 @@ from pathlib import Path
 from typing import Iterator, Optional, Protocol, Sequence
 
 from mmlbdata.runner.chat import answer_prefix_for, max_new_tokens_for, text_context, to_content
-from mmlbdata.runner.pipeline import (STAGES, Batch, BatchProfile, batches, gpu_peak_memory, prefetched, prepare_batch,
-                       stage)
+from mmlbdata.runner.pipeline import (
+    STAGES,
+    Batch,
+    BatchProfile,
+    batches,
+    gpu_peak_memory,
+    prefetched,
+    prepare_batch,
+    stage,
+)
 
 log = logging.getLogger(__name__)
 

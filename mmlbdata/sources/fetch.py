@@ -330,7 +330,6 @@ def _resolve_revision(part: Part, options: FetchOptions) -> str:
 def _download_hub(dest: Path, part: Part, options: FetchOptions, terms: Optional[str]) -> tuple[list[Path], str]:
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
-
     from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
 
     staging = _staging(dest, part)
@@ -381,8 +380,8 @@ def _place_file(src: Path, target: Path) -> None:
 
 def _place_plain(dest: Path, part: Part, files: Sequence[Path], base: Path) -> list[str]:
     """Place downloaded files; ``strip`` / ``anchor`` rename (or leave out) names as for archive members."""
-    from mmlbdata.sources.archives import _target_name
     from mmlbdata.core.paths import resolve_inside
+    from mmlbdata.sources.archives import _target_name
 
     root = dest / part.key
     placed = []

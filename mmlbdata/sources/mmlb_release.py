@@ -34,13 +34,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from mmlbdata.official import mmlongbench_prompts as prompts
-# the templates, re-exported: readers of the release (exports/mmlongbench.py) name them from here
-from mmlbdata.official.mmlongbench_prompts import (ANSWER_LINE, ANSWER_PREFIX, DOC_QUESTION, ICL_ITEM, PAGE, PASSAGE, TEXT_PAGE,  # noqa: F401
-                       TEMPLATE_OF, TEMPLATES)
-from mmlbdata.official import protocol as protocols
 from mmlbdata.core.report import BuildReport
 from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
+from mmlbdata.official import mmlongbench_prompts as prompts
+from mmlbdata.official import protocol as protocols
+
+# the templates, re-exported: readers of the release (exports/mmlongbench.py) name them from here
+from mmlbdata.official.mmlongbench_prompts import (  # noqa: F401
+    ANSWER_LINE,
+    ANSWER_PREFIX,
+    DOC_QUESTION,
+    ICL_ITEM,
+    PAGE,
+    PASSAGE,
+    TEMPLATE_OF,
+    TEMPLATES,
+    TEXT_PAGE,
+)
 from mmlbdata.sources.lineschema import Problem, problem
 from mmlbdata.sources.mmlb_release_lines import ICL_DOMAIN, ICL_TEST, LINE_SCHEMAS
 from mmlbdata.sources.records import read_jsonl_reported, unencodable

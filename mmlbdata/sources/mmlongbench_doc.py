@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from mmlbdata.core.paths import is_inside
-from mmlbdata.sources.docqa import (NOT_ANSWERABLE, DocQuestion, correct_answer, literal, parse_int_list,
-                    parse_str_list)
+from mmlbdata.sources.docqa import NOT_ANSWERABLE, DocQuestion, correct_answer, literal, parse_int_list, parse_str_list
 from mmlbdata.sources.records import BadRecord
 
 SAMPLES_FILE = "samples.json"

@@ -1,9 +1,9 @@
 """LongVideoBench: option letter accuracy, broken down by duration, category and level."""
 from __future__ import annotations
 
+from mmlbdata.evaluation import parse
 from mmlbdata.evaluation.metrics.common import golds
 from mmlbdata.evaluation.metrics.registry import Metric, ScoreResult, register
-from mmlbdata.evaluation import parse
 
 
 @register("lvb_mc")

@@ -13,10 +13,10 @@ import re
 from functools import cached_property
 from math import isclose
 
+from mmlbdata.evaluation import parse
 from mmlbdata.evaluation.metrics import official as off
 from mmlbdata.evaluation.metrics.common import best_of, golds, meta_of, official_result
 from mmlbdata.evaluation.metrics.registry import Metric, ScoreResult, register
-from mmlbdata.evaluation import parse
 from mmlbdata.official.mmlongbench_prompts import answer_prefix, doc_question
 from mmlbdata.sources.docqa import LONG_FORMAT
 
