@@ -35,7 +35,7 @@ for _key, _value in (("HF_HUB_OFFLINE", "1"), ("HF_DATASETS_OFFLINE", "1"), ("TO
     os.environ.setdefault(_key, _value)  # as tests/conftest.py: never the network
 
 # -- project imports (rename here when modules move) ------------------------------------------
-from mmlbdata.build import build_configs  # noqa: E402
+from mmlbdata.dataset.build import build_configs  # noqa: E402
 import identity_sources  # noqa: E402  (tests/: the cases and the sources they read)
 
 MARKER = ".build_fingerprint"  # only folders this script made are ever deleted by it

@@ -25,7 +25,7 @@ import pytest
 
 from mmlbdata.dataset.build import build_configs
 from mmlbdata.exports import iter_rows
-from mmlbdata.registry import families
+from mmlbdata.dataset.registry import families
 import identity_sources
 from test_mmlb_release import write_release
 from test_readbench import sources, wiki_words  # noqa: F401  (its Hub-schema fixtures, reused)
