@@ -13,7 +13,10 @@ when the files layout landed: the embedded build of the code before it gave the 
 from its recipe (not replayed from the release) on the real shared samples, or on the
 release-schema fixtures of the family's own tests where no real sample exists; the cases and
 their sources are in ``identity_sources`` (shared with scripts/build_fingerprint.py). Recorded
-at bc9d6da, before modules moved into layer subpackages, to prove that move changes no row.
+at bc9d6da, before modules moved into layer subpackages, to prove that move changes no row;
+``RECIPE_PARQUET`` pins the same builds' parquet files byte for byte (under the pyarrow that
+wrote them). ``scripts/build_fingerprint.py`` hashes every built file (images, manifests, README)
+for a before/after comparison by hand.
 """
 from __future__ import annotations
 
@@ -58,6 +61,29 @@ RECIPES = {
     "mm_niah_counting_text_8k": "74a6ebe8877079a33b7302d1a608c3d2111e428a01bd5c2aa099ddc36703c3f2",  # mmniah
 }
 
+# The same builds' parquet bytes (``<config>.metadata.parquet``), recorded at bc9d6da, before the
+# layer packages (#24), and unchanged by them. Bytes also depend on the parquet library (its
+# version is in the footer; its encoders may change), so they are compared only under the pyarrow
+# that wrote them; the row digests above hold under any.
+PARQUET_PYARROW = "26.0.1"
+RECIPE_PARQUET = {
+    "vh_single_8k": "c0e0b9d326937fb14911ed24c79efe3642a266a31a74d40f4acf5716f66c6589",
+    "vh_multi_8k": "0c812c0cdc8b62cc2506935595a9919b0d9be306f0e68958163b554c5d870b99",
+    "longdocurl_8k": "564dd389dd60a72e0990ec61c00d1c12fe791de77f54dd9492022fe909b0b2ff",
+    "mmlongdoc_8k": "0a9aca9f37bff5fa1cdda38605f7f9e1bbc93dcf7a31e7bb7dab76817109122e",
+    "mmlongbench_doc_8k": "5d50347d984dfa5e62fdde91cd26a2235bcd7fd213d4a24d6d2d7b95db8d3610",
+    "readbench_mmlu_pro": "2f796493bdc0049a3dbf50eb14d2db24a8a343603578a1a9851eacf0cba254d7",
+    "multi_lexsum_8k": "9ddcb937ed3e89b8f12f167a6421f01a6bd333dd87094b09510fdd574f22fb79",
+    "gov_report_8k": "b802dd1979d6b192c3d9f98ad3551970714544e5be9d3cd95a87d8302e185dc1",
+    "lvb_val_8k": "83519f21738394684b96cc713021a34b85ca984dbb241cee92261eabebdf597d",
+    "viquae_8k": "6215accadc31490571ce7be7518aa99aa607495a3b8eac7562b35c6248ea7feb",
+    "food101_8k": "52b6fe395e5c59dd616922f3c38f1564bbc4e16a51aea50e79a5c0e827584c18",
+    "mmneedle_n2_k2_8k": "0a57889936cf42f80d036849f6d5e63ef48f934642503fd79ebf7e8af756732f",
+    "mmneedle_m10_n2_k2": "8515ff071e3180a58e1249cf049db79abfec619a672de09036adc51b9b2c5860",
+    "mm_niah_retrieval_image_8k": "5c3f663018cf450da079ca44921b24f0dbc30d8a49f46d01cac98b62392197ad",
+    "mm_niah_counting_text_8k": "9f0cb1c3c69d71ecfe866dfde0a058b616aee3785cf00cb162d3849ebf353855",
+}
+
 
 def rows_digest(out: Path, config: str) -> str:
     """SHA-256 over the config's rows in order: each row's fields as canonical JSON (images
@@ -89,8 +115,9 @@ def test_release_rows_are_unchanged(tmp_path, real_data, tokenizer_path, layout)
 
 
 @pytest.fixture(scope="module")
-def recipes_built(tmp_path_factory, real_data, tokenizer_path) -> dict[str, str]:
-    """Every case of ``identity_sources.CASES`` built once (files layout) into one folder."""
+def recipes_built(tmp_path_factory, real_data, tokenizer_path) -> dict[str, tuple[str, str]]:
+    """Every case of ``identity_sources.CASES`` built once (files layout) into one folder:
+    config -> (rows digest, SHA-256 of its metadata parquet file)."""
     root = tmp_path_factory.mktemp("recipes")
     sources = identity_sources.lay_out_sources(root / "sources", real_data)
     built = {}
@@ -100,7 +127,8 @@ def recipes_built(tmp_path_factory, real_data, tokenizer_path) -> dict[str, str]
                                 limit=case.limit, options=options, tokenizer=tokenizer_path,
                                 store_root=root / "store", progress=False, layout="files")
         assert all(r.ok for r in results), [r.error for r in results]
-        built[case.config] = rows_digest(root / "out", case.config)
+        metadata = (root / "out" / f"{case.config}.metadata.parquet").read_bytes()
+        built[case.config] = rows_digest(root / "out", case.config), hashlib.sha256(metadata).hexdigest()
     return built
 
 
@@ -112,4 +140,13 @@ def test_every_registered_family_has_a_pinned_recipe_build():
 
 @pytest.mark.parametrize("config", list(RECIPES))
 def test_recipe_rows_are_unchanged(recipes_built, config):
-    assert recipes_built[config] == RECIPES[config]
+    assert recipes_built[config][0] == RECIPES[config]
+
+
+@pytest.mark.parametrize("config", list(RECIPE_PARQUET))
+def test_recipe_parquet_bytes_are_unchanged(recipes_built, config):
+    import pyarrow
+
+    if pyarrow.__version__ != PARQUET_PYARROW:
+        pytest.skip(f"bytes pinned under pyarrow {PARQUET_PYARROW}, this is {pyarrow.__version__} (rows still pinned)")
+    assert recipes_built[config][1] == RECIPE_PARQUET[config]
