@@ -67,6 +67,19 @@ class _Alias(importlib.abc.Loader):
         spec on it, so its own is put back: it stays ``mmlbdata.core.tokens`` to itself."""
         module.__spec__ = self.own_spec
 
+    # ``python -m <old name>`` (runpy asks the loader for the code and runs it as __main__)
+    def _new_loader(self):
+        return importlib.util.find_spec(self.new).loader
+
+    def get_code(self, fullname):
+        return self._new_loader().get_code(self.new)
+
+    def get_source(self, fullname):
+        return self._new_loader().get_source(self.new)
+
+    def is_package(self, fullname) -> bool:
+        return self._new_loader().is_package(self.new)
+
 
 class MovedModuleFinder(importlib.abc.MetaPathFinder):
     """Finds the old names in :data:`MOVED` (and only those)."""
@@ -74,20 +87,15 @@ class MovedModuleFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):
         new = MOVED.get(fullname)
         if new is None:
+            if fullname.startswith("mmlbdata.commands."):  # not a second copy of a cli/ module
+                raise ModuleNotFoundError(f"No module named {fullname!r} (mmlbdata.commands is now mmlbdata.cli)",
+                                          name=fullname)
             return None
+        # stacklevel 2: the import statement (warnings skips importlib's own frames)
         warnings.warn(f"{fullname} moved to {new}; import it from there (the old path will be removed)",
-                      DeprecationWarning, stacklevel=_caller_depth())
+                      DeprecationWarning, stacklevel=2)
         spec = importlib.util.spec_from_loader(fullname, _Alias(new), is_package=fullname == "mmlbdata.commands")
         return spec
-
-
-def _caller_depth() -> int:
-    """The stack level of the user's import statement (past importlib's frames), for the warning."""
-    frame, depth = sys._getframe(1), 1
-    while frame is not None and (frame.f_code.co_filename.startswith("<frozen importlib")
-                                 or frame.f_code.co_filename == __file__):
-        frame, depth = frame.f_back, depth + 1
-    return depth
 
 
 def install() -> None:

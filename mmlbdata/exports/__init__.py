@@ -5,6 +5,12 @@ config size) and works from what every built folder has: the common schema and t
 Names taken from a built folder (config names, a manifest's ``dataset``/``family``, image names)
 are data: every path joined from them goes through :func:`mmlbdata.core.paths.resolve_inside`, so an
 export never writes outside ``--out``.
+
+Owns the harness formats: ``lmms_eval`` (task folders) and ``lmms_eval_hooks`` (what their
+``utils.py`` calls), ``vlmevalkit`` (TSV) and ``vlmevalkit_dataset`` (the dataset class, scored by
+the evaluator's ``evaluate_config``), ``mmlongbench`` (MMLongBench's release layout), and here the
+row reader every exporter shares (``iter_rows``). May import every layer up to ``evaluation``;
+independent of ``runner``; only ``cli`` imports it.
 """
 from __future__ import annotations
 

@@ -7,5 +7,6 @@ none writes output. Beside them, how the files arrive: ``registry.yaml`` (every 
 official files), ``fetch`` (plan, download, place), ``download`` (HTTP and Hub, resumable,
 checked) and ``archives`` (safe extraction).
 
-May import ``mmlbdata.core``, ``mmlbdata.media`` and ``mmlbdata.official``.
+May import the layers below it: ``core``, ``media``, ``retrieval`` and ``official`` (the readers
+use core and official; no reader renders or searches).
 """

@@ -8,7 +8,6 @@ base of ``summ.SummJudge``).
 """
 from __future__ import annotations
 
-import math
 import re
 from functools import cached_property
 from math import isclose
@@ -209,16 +208,8 @@ def count_gold(text: str) -> list[int]:
 #: the cleaning and exact-match rules are MMLongBench's own in both parities (no bug to fix)
 docqa_clean = off.docqa_clean
 needs_exact_match = off.docqa_needs_em
-
-
-def _str_type(s: str) -> str:
-    try:
-        value = float(docqa_clean(s))
-    except ValueError:
-        return "String"
-    if not math.isfinite(value):  # "inf"/"nan" are words here, not numbers (int() would raise)
-        return "String"
-    return "Integer" if value == int(value) and "%" not in s else "Float"
+# utils.py get_str_type: the same answer in both modes (inf, nan and words are String)
+str_type = off.docqa_str_type
 
 
 def _float_equal(gold: float, pred: float) -> bool:
@@ -247,7 +238,7 @@ def docqa_score(gold, pred: str, answer_format: str) -> float:
             return float(gold in pred)
         return parse.token_f1(pred, gold)[0]
     items = parse.as_list(gold)
-    merge = [isinstance(i, str) and _str_type(i) == "String" and not needs_exact_match(i) for i in items]
+    merge = [isinstance(i, str) and str_type(i) == "String" and not needs_exact_match(i) for i in items]
     merged = " ".join(i for i, m in zip(items, merge) if m).strip()
     if merged:
         items = [merged] + [i for i, m in zip(items, merge) if not m]
@@ -255,7 +246,7 @@ def docqa_score(gold, pred: str, answer_format: str) -> float:
         return 0.0
     scores = []
     for item in items:
-        kind = "Integer" if isinstance(item, int) else "Float" if isinstance(item, float) else _str_type(str(item))
+        kind = "Integer" if isinstance(item, int) else "Float" if isinstance(item, float) else str_type(str(item))
         scores.append(docqa_score(item, pred, kind))
     return sum(scores) / len(items)
 

@@ -29,7 +29,7 @@ class ScoreResult:
 
 
 #: ``default``: this project's scorer (official bugs fixed, each difference in
-#: ``evaluation/deviations.py``); ``official``: what the benchmark's own code returns
+#: ``mmlbdata/official/deviations.py``); ``official``: what the benchmark's own code returns
 PARITIES = ("default", "official")
 
 
