@@ -20,7 +20,7 @@ from benchmarks._util import table, test_data
 
 
 def bench_image_tokens(files: list[Path], repeats: int = 20) -> dict:
-    from mmlbdata.tokens import image_size, image_tokens
+    from mmlbdata.core.tokens import image_size, image_tokens
 
     start = time.perf_counter()
     for _ in range(repeats):
@@ -31,7 +31,7 @@ def bench_image_tokens(files: list[Path], repeats: int = 20) -> dict:
 
 
 def bench_text_tokens(text: str, tokenizer: Path) -> list[dict]:
-    from mmlbdata.tokens import TextTokenizer
+    from mmlbdata.core.tokens import TextTokenizer
 
     tok = TextTokenizer(tokenizer)
     mb = len(text.encode()) / 1e6
@@ -48,7 +48,7 @@ def bench_text_tokens(text: str, tokenizer: Path) -> list[dict]:
 
 def build_once(config: str, questions: int, coco: str, tokenizer: str) -> dict:
     """Run inside a subprocess: build and report rows/s and this process's peak RSS."""
-    from mmlbdata.build import build_config
+    from mmlbdata.dataset.build import build_config
 
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
@@ -84,7 +84,7 @@ def main() -> None:
     rows = [bench_image_tokens(files)]
     rows += bench_text_tokens((data / "text" / "wikitext2_raw_wiki.test.raw").read_text(), tokenizer)
     with tempfile.TemporaryDirectory() as tmp:
-        from mmlbdata.demo import make_demo_coco
+        from mmlbdata.dataset.demo import make_demo_coco
 
         big = make_demo_coco(Path(tmp) / "coco", num_images=600)  # coco_mini is too small for 128k
         for questions in args.questions:

@@ -48,7 +48,7 @@ def _timed(fn) -> float:
 
 
 def main(argv=None) -> int:
-    from mmlbdata.download import FileSpec, download_all
+    from mmlbdata.sources.download import FileSpec, download_all
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--copies", type=int, default=4)

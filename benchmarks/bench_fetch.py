@@ -44,7 +44,7 @@ def _bare(url: str, out: Path) -> None:
 
 
 def main(argv=None) -> int:
-    from mmlbdata import fetch as F
+    from mmlbdata.sources import fetch as F
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--copies", type=int, default=8)

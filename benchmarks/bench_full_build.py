@@ -54,7 +54,7 @@ class Measured:
 
 def build(config: str, sources: dict, limit: int, tokenizer: Path, store: Path, **options) -> Measured:
     """Build one config into a scratch folder and measure it."""
-    from mmlbdata.build import build_config
+    from mmlbdata.dataset.build import build_config
 
     with tempfile.TemporaryDirectory() as out:
         cpu, wall = cpu_seconds(), time.perf_counter()
@@ -166,7 +166,7 @@ def mmlongbench_doc(data: Path, tok: Path, tmp: Path, rows: int) -> list[dict]:
 
 def readbench(data: Path, tmp: Path, words: int) -> list[dict]:
     from mmlbdata.media.pages import render_text_pages
-    from mmlbdata.store import ImageStore
+    from mmlbdata.core.store import ImageStore
 
     text = " ".join((data / "text" / "wikitext2_raw_wiki.test.raw").read_text(encoding="utf-8").split()[:words])
     cpu = cpu_seconds()
@@ -184,7 +184,7 @@ def longvideobench(data: Path, tmp: Path, frames: int) -> list[dict]:
     (the paper's mean) or 256 of any video decode it whole. Cost: two whole decodes (the 64- and
     256-frame configs) of 3,763 x 473 s, at the rate measured on the 70.5 s clip (one thread)."""
     from mmlbdata.media.video import frame_indices, probe, store_frames
-    from mmlbdata.store import ImageStore
+    from mmlbdata.core.store import ImageStore
 
     video = str(data / "video" / "tears-of-steel-battle-clip-medium.webm")
     info = probe(video)

@@ -20,7 +20,7 @@
    pixels: its default 1,000 would hold ~60 GB at 128K in either layout), ``select``,
    ``to_pandas()`` of the non-image columns; each with the process's peak RSS so far.
 4. The whole MMLongBench (16 datasets x 5 lengths, examples and images per example from
-   mmlbdata/paper_stats.yaml) in the files layout: per dataset the distinct images the recipe
+   mmlbdata/dataset/paper_stats.yaml) in the files layout: per dataset the distinct images the recipe
    draws (min of its references and the source pool it draws from, with the sharing across lengths
    and rows that the builders have; ``extrapolate()`` says how, the printout names each pool and
    where its number comes from), at per-kind bytes (JPEG photos as measured in 1., COCO val2017,
@@ -105,7 +105,7 @@ def make_source(root: Path, count: int, seed: int = 0) -> int:
 
 # -- 2. builds --------------------------------------------------------------------------------------
 def build(config: str, rows: int, source: Path, out: Path, store: Path, tokenizer: Path, layout: str):
-    from mmlbdata.build import build_config
+    from mmlbdata.dataset.build import build_config
 
     started = time.perf_counter()
     result = build_config(config, {"coco": source}, out, options={"num_questions": math.ceil(rows / 6)},
@@ -356,7 +356,7 @@ def extrapolate(units: dict) -> list[dict]:
     * ICL (builders/icl.py): see ``_icl``; pools from the sources' published splits.
     * Summ (builders/summ.py): one document set for all lengths, pages cut from the end (GovReport)
       or evenly from the ends (Multi-LexSum): shorter lengths are subsets: the 128K pages.
-    * DocVQA (builders/docvqa.py, mmlbdata/docpack.py): one question set, the same seeded padding
+    * DocVQA (builders/docvqa.py, mmlbdata/dataset/docpack.py): one question set, the same seeded padding
       order at every length (shorter windows inside longer ones): the 128K pages of each question,
       capped at the pages of the split the padding draws from (min: questions on one document
       overlap, so the true figure is lower).
@@ -367,7 +367,7 @@ def extrapolate(units: dict) -> list[dict]:
     """
     import yaml
 
-    stats = yaml.safe_load((Path(__file__).resolve().parents[1] / "mmlbdata" / "paper_stats.yaml").read_text())
+    stats = yaml.safe_load((Path(__file__).resolve().parents[1] / "mmlbdata" / "dataset" / "paper_stats.yaml").read_text())
     bench = next(b for b in stats if b["benchmark"] == "MMLongBench")
     text_byte = units["chars_per_token"] * units["zstd_text"]
     rows = []

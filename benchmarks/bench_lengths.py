@@ -96,8 +96,8 @@ def _peak_mb() -> float:
 
 def pack_once(config: str, questions: int, coco: str, store: str) -> dict:
     """Run inside a subprocess: the recipe's rows, no writer; steady-state rate after question one."""
-    from mmlbdata.registry import resolve
-    from mmlbdata.store import ImageStore
+    from mmlbdata.dataset.registry import resolve
+    from mmlbdata.core.store import ImageStore
 
     entry = resolve(config)
     builder = entry.builder(config, sources={"coco": coco}, limit=questions, store=ImageStore(store),
@@ -116,7 +116,7 @@ def pack_once(config: str, questions: int, coco: str, store: str) -> dict:
 
 def build_once(config: str, questions: int, coco: str, out: str, store: str) -> dict:
     """Run inside a subprocess: ``build_config`` into ``out``; rows/s and peak RSS."""
-    from mmlbdata.build import build_config
+    from mmlbdata.dataset.build import build_config
 
     start = time.perf_counter()
     result = build_config(config, {"coco": coco}, out, limit=questions, store_root=store, progress=False,

@@ -48,14 +48,14 @@ def make_jpegs(store, count: int, *, sigma: int = 64, quality: int = 75) -> list
 
 def images_per_row(length: int) -> int:
     """As many 640x480 images as fit the budget (391 tokens each), as a haystack fills it."""
-    from mmlbdata.tokens import image_tokens
+    from mmlbdata.core.tokens import image_tokens
 
     return max(1, length // image_tokens(*IMAGE_SIZE))
 
 
 def synthetic_rows(refs: list, length: int, rows: int) -> Iterator[dict]:
     """Rows of a ``length`` config: each question's rows share a haystack drawn from ``refs``."""
-    from mmlbdata.schema import make_example
+    from mmlbdata.core.schema import make_example
 
     per_row = images_per_row(length)
     for r in range(rows):
@@ -75,8 +75,8 @@ def parse_size(text: str) -> tuple[str, int, int]:
 
 def build(out: Path, store_root: Path, sizes: list[str], pool: int, row_group_mb: float,
           dictionary: Optional[bool], row_group_rows: int = 100) -> list[dict]:
-    from mmlbdata.build import store_config
-    from mmlbdata.store import ImageStore
+    from mmlbdata.dataset.build import store_config
+    from mmlbdata.core.store import ImageStore
 
     refs = make_jpegs(ImageStore(store_root), pool)
     built = []
@@ -140,7 +140,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     dictionary = {"auto": None, "on": True, "off": False}[args.dictionary]
     with tempfile.TemporaryDirectory() as tmp:
         if args.folder:
-            from mmlbdata.stats import configs_in
+            from mmlbdata.dataset.stats import configs_in
 
             out = Path(args.folder)
             rows = [described(out, name) for name in args.config or configs_in(out)]
@@ -173,7 +173,7 @@ def stats_columns(stats: dict) -> dict:
 
 def described(folder: Path, config: str) -> dict:
     """A config built by ``mmlb build``: the build columns from its manifest."""
-    from mmlbdata.writer import read_manifest
+    from mmlbdata.dataset.writer import read_manifest
 
     return {"config": config, **stats_columns((read_manifest(folder, config) or {}).get("stats") or {})}
 

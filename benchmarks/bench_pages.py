@@ -43,7 +43,7 @@ def bench(text: str, ppi: float, repeats: int) -> dict:
 
 
 def bench_cached(text: str) -> dict:
-    from mmlbdata.store import ImageStore
+    from mmlbdata.core.store import ImageStore
 
     with tempfile.TemporaryDirectory() as tmp:
         store = ImageStore(tmp)

@@ -65,7 +65,7 @@ def pipeline(picks, dpi: int, store, num_proc: int) -> float:
 BUILD_SNIPPET = """
 import json, resource, sys, time
 from builders.docvqa import DocVQA
-from mmlbdata.store import ImageStore
+from mmlbdata.core.store import ImageStore
 store, source, limit, num_proc = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 start = time.perf_counter()
 builder = DocVQA("mmlongdoc_128k", sources={"mmlongbench_doc": source}, store=ImageStore(store),
@@ -99,7 +99,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="timings are the best of this many")
     args = parser.parse_args()
 
-    from mmlbdata.store import ImageStore
+    from mmlbdata.core.store import ImageStore
 
     picks = pick_pages(args.pages_per_doc)
     total = sum(len(p) for _, p in picks)

@@ -34,14 +34,14 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=4)
     args = parser.parse_args()
     data = test_data()
-    from mmlbdata.build import build_all, build_parameters, completed_stats
-    from mmlbdata.card import render_card
+    from mmlbdata.dataset.build import build_all, build_parameters, completed_stats
+    from mmlbdata.dataset.card import render_card
     from mmlbdata.exports.lmms_eval import export_lmms_eval
     from mmlbdata.exports.mmlongbench import export_jsonl
     from mmlbdata.exports.vlmevalkit import export_tsv
-    from mmlbdata.hub import FolderUploader, push_folder
-    from mmlbdata.registry import resolve
-    from mmlbdata.stats import config_stats
+    from mmlbdata.dataset.hub import FolderUploader, push_folder
+    from mmlbdata.dataset.registry import resolve
+    from mmlbdata.dataset.stats import config_stats
 
     with tempfile.TemporaryDirectory() as tmp:
         out, sources = Path(tmp) / "mmlb", {"coco": data / "coco_mini"}

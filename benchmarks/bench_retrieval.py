@@ -104,9 +104,9 @@ def bench_retrieval(table: Table, cache: Path, args) -> None:
 
 def bench_icl(table: Table, tmp: Path, args) -> None:
     from builders.icl import ManyShotICL
-    from mmlbdata.report import BuildReport
-    from mmlbdata.store import ImageStore
-    from mmlbdata.tokens import TokenCounter
+    from mmlbdata.core.report import BuildReport
+    from mmlbdata.core.store import ImageStore
+    from mmlbdata.core.tokens import TokenCounter
 
     src = test_data() / "images" / "imagenet_samples_100"
     entries = sorted(json.loads((src / "labels.json").read_text()), key=lambda e: e["file"])

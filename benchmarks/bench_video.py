@@ -28,7 +28,7 @@ CLIP = "tears-of-steel-battle-clip-medium.webm"
 def store_run(video: str, n: int, threads: int, store_root: str, repeat: bool) -> dict:
     """Inside a subprocess: decode + store ``n`` sampled frames (then again if ``repeat``)."""
     from mmlbdata.media.video import frame_indices, probe, store_frames
-    from mmlbdata.store import ImageStore
+    from mmlbdata.core.store import ImageStore
 
     info = probe(video)
     indices = frame_indices(70.5, info.fps, n)
@@ -47,8 +47,8 @@ def store_run(video: str, n: int, threads: int, store_root: str, repeat: bool) -
 def example_run(data: str, tokenizer: str, work: str) -> dict:
     """Inside a subprocess: build one 256-frame interleaved example end to end."""
     from builders.lvb import LongVideoBench
-    from mmlbdata.store import ImageStore
-    from mmlbdata.tokens import TokenCounter
+    from mmlbdata.core.store import ImageStore
+    from mmlbdata.core.tokens import TokenCounter
 
     root = Path(work) / "release"
     (root / "videos").mkdir(parents=True)

@@ -14,7 +14,7 @@ this produced is in docs/evaluation.md. No official code is here: only the input
 
 Pairs are realistic answers and adversarial ones (answer prefixes, yes/no variants, lists, floats
 near the metrics' thresholds, unicode digits and letters, empty output, bracket junk), chosen by a
-SHA-256-seeded generator (``mmlbdata.seeding.rng``): the same --seed and --n give the same file.
+SHA-256-seeded generator (``mmlbdata.core.seeding.rng``): the same --seed and --n give the same file.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ import sys
 from typing import Callable, Iterator
 
 from mmlbdata.evaluation.metrics import get_metric
-from mmlbdata.seeding import rng as seeded_rng
+from mmlbdata.core.seeding import rng as seeded_rng
 
 PREFIXES = ("", "", "", "Answer: ", "answer:", "ANSWER: ", "Answer: Answer: ", "The answer is ", "label: ",
             "Summary: ", "**Answer:** ", "Final answer: ", "Answer:\n", "answer is: ")

@@ -18,17 +18,16 @@ from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 import datasets
 
 from mmlbdata import __version__
-from mmlbdata.lengths import EXTENDED_LENGTH_KEYS, LENGTH_KEYS, LENGTHS, length_tokens
-from mmlbdata.paths import resolve_inside
-from mmlbdata.report import BuildReport
-from mmlbdata.schema import FEATURES, make_example
-from mmlbdata import prompts
-from mmlbdata import protocol as protocols
+from mmlbdata.core.lengths import EXTENDED_LENGTH_KEYS, LENGTH_KEYS, LENGTHS, length_tokens
+from mmlbdata.core.paths import resolve_inside
+from mmlbdata.core.report import BuildReport
+from mmlbdata.core.schema import FEATURES, make_example
+from mmlbdata.core.store import BadImageError, ImageStore
+from mmlbdata.core.tokens import TokenCounter, default_counter
+from mmlbdata.official import mmlongbench_prompts as prompts
+from mmlbdata.official import protocol as protocols
 from mmlbdata.sources import mmlb_release as release
 from mmlbdata.sources import mmlb_release_tsv as release_tsv
-from mmlbdata.store import BadImageError, ImageStore
-from mmlbdata.tokens import TokenCounter, default_counter
-
 
 #: MMLongBench's families: the five lengths and the extended release's 256K / 512K
 MMLONGBENCH_LENGTH_KEYS: tuple[str, ...] = LENGTH_KEYS + EXTENDED_LENGTH_KEYS
@@ -235,7 +234,7 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
         return path
 
     def generate(self) -> Iterator[dict[str, Any]]:
-        """Yield the config's examples, built with ``mmlbdata.schema.make_example``."""
+        """Yield the config's examples, built with ``mmlbdata.core.schema.make_example``."""
         raise NotImplementedError
 
     # -- MMLongBench's official release (source ``mmlb_release``), the same for every family -----

@@ -14,11 +14,11 @@ Procedure (MMLongBench, Wang et al. 2025, DocVQA category):
 * the question's document is fitted to the length: truncated evenly from both ends keeping every
   answer page, or padded alternately left and right with other documents of the same source
   (seeded draw per question, the same at every length), the last padding document cut page by
-  page (``mmlbdata.docpack``);
+  page (``mmlbdata.dataset.docpack``);
 * each page is ``Document {doc_id:.15}: <image>`` (MMLongBench v1.1, the default) or, with
   ``--protocol v1.0``, ``Document {doc_id:.15} (page {n}): <image>`` (0-based page index); the question is
   prefixed ``Based on Document {doc_id:.15}, answer the following question.``, in the benchmark's
-  template (``mmlbdata.prompts``: the official ``data.py`` text, shared with the release reader).
+  template (``mmlbdata.official.mmlongbench_prompts``: the official ``data.py`` text, shared with the release reader).
 
 PDF pages are rendered at 144 DPI once per (document, page) through the image store. LongDocURL
 pages come from the release's PDFs at 144 DPI where ``ccpdf_zip/`` is unpacked, else its 72-DPI
@@ -32,12 +32,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Iterator
 
-from mmlbdata.docpack import AnswerPagesCut, fit_example
-from mmlbdata.lengths import LENGTHS
-from mmlbdata.protocol import DEFAULT as DEFAULT_PROTOCOL  # in the config options: a protocol change rebuilds
-from mmlbdata.media.documents import (DocCorpus, ImageDocument, PdfDocument, ScaledImageDocument,
-                                      max_pages_option)
+from mmlbdata.core.lengths import LENGTHS
+from mmlbdata.dataset.docpack import AnswerPagesCut, fit_example
+from mmlbdata.media.documents import DocCorpus, ImageDocument, PdfDocument, ScaledImageDocument, max_pages_option
 from mmlbdata.media.pdf import DEFAULT_DPI
+from mmlbdata.official.protocol import DEFAULT as DEFAULT_PROTOCOL  # in the config options: a protocol change rebuilds
 from mmlbdata.sources import longdocurl, mmlongbench_doc, slidevqa
 from mmlbdata.sources.docqa import DocQuestion, correct_answer, long_answer_problem
 from mmlbdata.sources.records import BadRecord

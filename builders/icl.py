@@ -9,7 +9,7 @@ Procedure:
 * Each example gets its own seeded mapping from class to an integer label 0..N-1.
 * Demonstrations come in rounds: each round holds exactly one exemplar of every label, in random
   order; rounds are concatenated and the last round is cut so the example fills its budget
-  (``mmlbdata.lengths.fill``: num_tokens <= length < next_num_tokens). A class with fewer exemplar
+  (``mmlbdata.core.lengths.fill``: num_tokens <= length < next_num_tokens). A class with fewer exemplar
   images than rounds cycles through its (shuffled) images.
 * The test image is a held-out image of one of the classes (the test split; for one-split
   folders a seeded held-out part), never among the exemplars.
@@ -21,18 +21,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
-from mmlbdata import prompts
-from mmlbdata.lengths import fill, length_tokens
-from mmlbdata.schema import make_example
-from mmlbdata.seeding import rng as seeded_rng
-from mmlbdata.sources.icl import (LAYOUT_FOLDER, LAYOUT_HUB, LAYOUT_INAT, ClassPool, LabeledImage,
-                                  read_icl_source)
-from mmlbdata.store import BadImageError
-from mmlbdata.tokens import IMAGE_PLACEHOLDER
+from mmlbdata.core.lengths import fill, length_tokens
+from mmlbdata.core.schema import make_example
+from mmlbdata.core.seeding import rng as seeded_rng
+from mmlbdata.core.store import BadImageError
+from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
+from mmlbdata.official import mmlongbench_prompts as prompts
+from mmlbdata.sources.icl import LAYOUT_FOLDER, LAYOUT_HUB, LAYOUT_INAT, ClassPool, LabeledImage, read_icl_source
 
 from .base import MMLONGBENCH_LENGTH_KEYS, MMLBBuilder, MMLBConfig
 
-PROMPT_TEMPLATE = prompts.TEMPLATES["icl"]  # data.py load_icl_er, via mmlbdata.prompts
+PROMPT_TEMPLATE = prompts.TEMPLATES["icl"]  # data.py load_icl_er, via mmlbdata.official.mmlongbench_prompts
 # The ``question`` field: the prompt's closing line without its placeholder (the test image is the
 # prompt's last ``<image>``), so the field never adds an image of its own.
 TEST_QUESTION = "Now classify this image:"

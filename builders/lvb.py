@@ -32,18 +32,25 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from mmlbdata.lengths import BudgetError, fill
+from mmlbdata.core.lengths import BudgetError, fill
+from mmlbdata.core.parallel import map_units
+from mmlbdata.core.schema import make_example
+from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
 from mmlbdata.media.interleave import Item, interleave
 from mmlbdata.media.subtitles import Cue, SubtitleError, clip_cues, negative_cues, read_subtitles
-from mmlbdata.media.video import (VideoError, VideoInfo, frame_indices, frame_timestamps,
-                                  num_sampled, output_size, probe, store_frames)
-from mmlbdata.parallel import map_units
-from mmlbdata.schema import make_example
-from mmlbdata.sources.lvb import (LAYOUT, LVBRecordError, LVBRow, annotation_path, read_annotations,
-                                  release_file)
-from mmlbdata.tokens import IMAGE_PLACEHOLDER
+from mmlbdata.media.video import (
+    VideoError,
+    VideoInfo,
+    frame_indices,
+    frame_timestamps,
+    num_sampled,
+    output_size,
+    probe,
+    store_frames,
+)
+from mmlbdata.sources.lvb import LAYOUT, LVBRecordError, LVBRow, annotation_path, read_annotations, release_file
 
-from .base import MMLBConfig, MMLBBuilder, standard_configs
+from .base import MMLBBuilder, MMLBConfig, standard_configs
 
 INSTRUCTION = "Answer with the option's letter from the given choices directly."
 METRIC = "lvb_mc"
@@ -170,7 +177,7 @@ class LongVideoBench(MMLBBuilder):
             yield from rows
             return
         # spawn: a forked decoder inherits the parent's codec threads; under --executor ray the
-        # videos are Ray tasks instead (mmlbdata.parallel)
+        # videos are Ray tasks instead (mmlbdata.core.parallel)
         units = ((root, row, variant) for row in rows)
         yield from map_units(_store_row_frames, units, num_proc=self.num_proc, start_method="spawn",
                              setup=(_set_worker_builder, (self.worker_arguments(),)))

@@ -21,18 +21,18 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterator
 
-from mmlbdata.docpack import AnswerPagesCut, fit_example
+from mmlbdata.core.schema import make_example
+from mmlbdata.core.store import BadImageError
+from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
+from mmlbdata.dataset.docpack import AnswerPagesCut, fit_example
 from mmlbdata.media import page_grid
-from mmlbdata.media.documents import DocCorpus, max_pages_option, PdfDocument
+from mmlbdata.media.documents import DocCorpus, PdfDocument, max_pages_option
 from mmlbdata.media.pdf import DEFAULT_DPI, PdfError, open_pdf, pdf_sha256
-from mmlbdata.protocol import DEFAULT as DEFAULT_PROTOCOL  # the page items of the standardized configs
-from mmlbdata.schema import make_example
+from mmlbdata.official.protocol import DEFAULT as DEFAULT_PROTOCOL  # the page items of the standardized configs
 from mmlbdata.sources import mmlongbench_doc as mmld
 from mmlbdata.sources.records import BadRecord
-from mmlbdata.store import BadImageError
-from mmlbdata.tokens import IMAGE_PLACEHOLDER
 
-from .base import MMLBConfig, MMLBBuilder, standard_configs
+from .base import MMLBBuilder, MMLBConfig, standard_configs
 
 ORIGINAL_MAX_PAGES = 120
 DEFAULT_CONCAT_NUM = 5

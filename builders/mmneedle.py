@@ -28,7 +28,7 @@ Differences from the original, each documented in ``meta``:
   than K such cells, or fewer than K images outside for a negative, are redrawn). With the full
   COCO val2014 this changes nothing measurable; ``allow_ambiguous=True`` restores the original.
 * ``mmneedle_n{N}_k{K}_{8k..128k}``: M is chosen by the unified counter so that the example fills
-  the budget (``mmlbdata.lengths.fill``): the invariant ``num_tokens <= L < next_num_tokens`` holds.
+  the budget (``mmlbdata.core.lengths.fill``): the invariant ``num_tokens <= L < next_num_tokens`` holds.
 
 Two options choose between the paper and the official code where they disagree (both recorded in
 each config's options, so in the manifest and the card, and in every row's ``meta``):
@@ -48,14 +48,14 @@ import random
 from dataclasses import dataclass
 from typing import Iterator, Optional, Sequence
 
-from mmlbdata.lengths import LENGTH_KEYS, fill, length_tokens
+from mmlbdata.core.lengths import LENGTH_KEYS, fill, length_tokens
+from mmlbdata.core.schema import make_example
+from mmlbdata.core.seeding import rng as seeded_rng
+from mmlbdata.core.store import BadImageError, ImageRef, ImageStore
+from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
 from mmlbdata.media.stitch import CELL, StitchError, recipe_key, stitch_many
-from mmlbdata.schema import make_example
-from mmlbdata.seeding import rng as seeded_rng
 from mmlbdata.sources import mmneedle_release as needle_release
 from mmlbdata.sources.coco_captions import LAYOUT, CaptionedImage, read_captions
-from mmlbdata.store import BadImageError, ImageRef, ImageStore
-from mmlbdata.tokens import IMAGE_PLACEHOLDER
 
 from .base import MMLBBuilder, MMLBConfig
 

@@ -4,7 +4,7 @@ Procedure, per released haystack (``mmlbdata.sources.mmniah`` takes it apart):
 
 * The context is split into its documents; their text is cut into 100-word passages and their
   images kept (longer edge resized to at most 1024 px, aspect kept). These units are filled in
-  order to the budget with ``mmlbdata.lengths.fill``; when a haystack is shorter than the budget
+  order to the budget with ``mmlbdata.core.lengths.fill``; when a haystack is shorter than the budget
   the following haystacks of the same task file (their needles removed) continue it, in file order.
 * The needles (text needle sentences, or the needle-bearing images for image needles) are placed
   again: retrieval-text, retrieval-image and reasoning-image at depths 0, 0.2, ..., 1.0 (six rows
@@ -22,17 +22,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
-from mmlbdata import prompts
-from mmlbdata.lengths import DEPTHS, fill
-from mmlbdata.schema import make_example
-from mmlbdata.seeding import stable_seed
+from mmlbdata.core.lengths import DEPTHS, fill
+from mmlbdata.core.schema import make_example
+from mmlbdata.core.seeding import stable_seed
+from mmlbdata.core.store import BadImageError, ImageRef, file_sha256
+from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
+from mmlbdata.official import mmlongbench_prompts as prompts
 from mmlbdata.sources.mmniah import ImageSeg, NiahRecord, read_mmniah
-from mmlbdata.store import BadImageError, ImageRef, file_sha256
-from mmlbdata.tokens import IMAGE_PLACEHOLDER
 
 from .base import MMLONGBENCH_LENGTH_KEYS, MMLBBuilder, standard_configs
 
-TEMPLATE = prompts.TEMPLATES["niah"]  # data.py load_mm_niah_text / _image_count, via mmlbdata.prompts
+TEMPLATE = prompts.TEMPLATES["niah"]  # data.py load_mm_niah_text / _image_count, via mmlbdata.official.mmlongbench_prompts
 CHOICE_TEMPLATE = prompts.TEMPLATES["niah_choice"]  # data.py load_mm_niah_image_mc
 NUM_PERMUTATIONS = 3
 PASSAGE_WORDS = 100

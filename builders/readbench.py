@@ -16,7 +16,7 @@ Procedure of the original release, as its code does it:
 
 Where each part lives: reading and selection (the per-group ``Random(42)`` draw, the replay of
 ``downsampler.py``, LongBench's word-count bins) in ``mmlbdata/sources/readbench.py``; the prompt
-texts and their split around the pages in ``mmlbdata/readbench_prompts.py``; page layout and
+texts and their split around the pages in ``mmlbdata/official/readbench_prompts.py``; page layout and
 rendering in ``mmlbdata/media/pages.py``. This module is the recipe that puts them together.
 
 Pages: Helvetica 12 pt on A4 at 92.9 PPI (``ppi`` option; configs ``*_150ppi``; ``layout=official``
@@ -46,13 +46,25 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional, Sequence
 
-from mmlbdata.lengths import LENGTH_KEYS, BudgetError, Packed, fill, length_tokens, truncate_even
-from mmlbdata.media.pages import (DEFAULT_PPI, PageSettings, TextLayout, layout_text, pages_of_words,
-                                  render_text_pages, settings_for_layout)
-from mmlbdata.readbench_prompts import (babilong_prompt_parts, longbench_prompt_parts, mc_prompt_parts,
-                                        options_text, with_pages)
-from mmlbdata.schema import make_example
-from mmlbdata.seeding import stable_seed
+from mmlbdata.core.lengths import LENGTH_KEYS, BudgetError, Packed, fill, length_tokens, truncate_even
+from mmlbdata.core.schema import make_example
+from mmlbdata.core.seeding import stable_seed
+from mmlbdata.media.pages import (
+    DEFAULT_PPI,
+    PageSettings,
+    TextLayout,
+    layout_text,
+    pages_of_words,
+    render_text_pages,
+    settings_for_layout,
+)
+from mmlbdata.official.readbench_prompts import (
+    babilong_prompt_parts,
+    longbench_prompt_parts,
+    mc_prompt_parts,
+    options_text,
+    with_pages,
+)
 from mmlbdata.sources import readbench as src
 
 from .base import MMLBBuilder, MMLBConfig

@@ -16,7 +16,7 @@ Procedure (MMLongBench, "Summarization" category):
   kept whole (``meta.next_num_tokens`` is then null); ``skip_short=True`` drops those instead.
 * Every page is introduced as ``Document {doc_id:.15} (page {n}): <image>`` (``n`` its 0-based
   page index in the PDF, as the paper's GovReport example prints ``(page 0)``), pages joined by
-  blank lines; templates are MMLongBench's (``mmlbdata.prompts``, the same ones its release reader
+  blank lines; templates are MMLongBench's (``mmlbdata.official.mmlongbench_prompts``, the same ones its release reader
   uses), whose ``data.py`` also appends ``Summary:`` as the answer prefix (kept in
   ``meta.answer_prefix``, not in the prompt, like the other families' ``Answer:``).
 """
@@ -26,15 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from mmlbdata import prompts
-from mmlbdata.lengths import LENGTHS, Packed, fill, truncate_end
+from mmlbdata.core.lengths import LENGTHS, Packed, fill, truncate_end
+from mmlbdata.core.schema import make_example
 from mmlbdata.media import pdf
-from mmlbdata.schema import make_example
+from mmlbdata.official import mmlongbench_prompts as prompts
 from mmlbdata.sources import govreport, multi_lexsum
 
 from .base import MMLONGBENCH_LENGTH_KEYS, MMLBBuilder, standard_configs
 
-GOV_REPORT_TEMPLATE = prompts.TEMPLATES["gov"]  # data.py load_gov_report, via mmlbdata.prompts
+GOV_REPORT_TEMPLATE = prompts.TEMPLATES["gov"]  # data.py load_gov_report, via mmlbdata.official.mmlongbench_prompts
 MULTI_LEXSUM_TEMPLATE = prompts.TEMPLATES["lexsum"]  # data.py load_multi_lexsum
 ANSWER_PREFIX = prompts.answer_prefix("gov")
 METRIC = "summ_judge"

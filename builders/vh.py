@@ -8,7 +8,7 @@ Procedure (Wu et al., Visual Haystacks; MMLongBench's standardized lengths):
   six rows per source question sharing ``meta.source_id``.
 * **VH-Multi** - 2 or 3 needle images contain the anchor; the question asks whether *all* / *any*
   of them contain the target; three seeded permutations of needle positions per question.
-* The context is the distractors filled to the budget (``mmlbdata.lengths.fill``); the prompt
+* The context is the distractors filled to the budget (``mmlbdata.core.lengths.fill``); the prompt
   template is the benchmark's, verbatim. A source with too few distinct distractors for a length
   is reported and the question skipped: images are never silently reused.
 
@@ -22,17 +22,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from mmlbdata import prompts
-from mmlbdata.lengths import DEPTHS, depth_index, fill, place_at
-from mmlbdata.schema import make_example
-from mmlbdata.seeding import rng as seeded_rng
+from mmlbdata.core.lengths import DEPTHS, depth_index, fill, place_at
+from mmlbdata.core.schema import make_example
+from mmlbdata.core.seeding import rng as seeded_rng
+from mmlbdata.core.store import BadImageError
+from mmlbdata.official import mmlongbench_prompts as prompts
 from mmlbdata.sources.coco import LAYOUT, CocoImage, read_instances
-from mmlbdata.sources.vhs import LAYOUT as VHS_LAYOUT, VhsQuestion, read_vhs, release_files
-from mmlbdata.store import BadImageError
+from mmlbdata.sources.vhs import LAYOUT as VHS_LAYOUT
+from mmlbdata.sources.vhs import VhsQuestion, read_vhs, release_files
 
 from .base import MMLONGBENCH_LENGTH_KEYS, MMLBBuilder, standard_configs
 
-PROMPT_TEMPLATE = prompts.TEMPLATES["vh"]  # data.py load_visual_haystack, via mmlbdata.prompts
+PROMPT_TEMPLATE = prompts.TEMPLATES["vh"]  # data.py load_visual_haystack, via mmlbdata.official.mmlongbench_prompts
 NUM_PERMUTATIONS = 3
 NEEDLE_COUNTS = (2, 3)
 MAX_DRAWS = 1000  # attempts per question before giving up on a sparse source

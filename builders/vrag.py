@@ -11,7 +11,7 @@ Procedure:
   (``"{entity} {question}"`` for InfoSeek, the text-only ``original_question`` for ViQuAE); BM25
   candidates are re-ranked by the dense model; passages mentioning an answer or the entity name
   are dropped; the rest are added in rank order until the budget is full
-  (``mmlbdata.lengths.fill``: num_tokens <= length < next_num_tokens).
+  (``mmlbdata.core.lengths.fill``: num_tokens <= length < next_num_tokens).
 * Placement: ViQuAE puts its gold passage at depths 0, 0.2, ..., 1.0 (6 rows per id); InfoSeek puts
   its gold passages at 3 seeded permutations of positions (3 rows per id). A question is either
   built at all its placements or skipped (reported), so every id has its full set of rows.
@@ -25,21 +25,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
-from mmlbdata import prompts
-from mmlbdata.lengths import DEPTHS, BudgetError, depth_index, fill, length_tokens, place_at
+from mmlbdata.core.lengths import DEPTHS, BudgetError, depth_index, fill, length_tokens, place_at
+from mmlbdata.core.schema import make_example
+from mmlbdata.core.seeding import rng as seeded_rng
+from mmlbdata.core.store import ImageRef
+from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
+from mmlbdata.official import mmlongbench_prompts as prompts
 from mmlbdata.retrieval.corpus import Corpus, default_cache_dir, open_corpus
 from mmlbdata.retrieval.dense import DEFAULT_MODEL
 from mmlbdata.retrieval.search import Retriever, mentions_any
-from mmlbdata.schema import make_example
-from mmlbdata.seeding import rng as seeded_rng
-from mmlbdata.sources.infoseek import LAYOUT as INFOSEEK_LAYOUT, read_infoseek
-from mmlbdata.sources.viquae import LAYOUT as VIQUAE_LAYOUT, read_viquae
-from mmlbdata.store import ImageRef
-from mmlbdata.tokens import IMAGE_PLACEHOLDER
+from mmlbdata.sources.infoseek import LAYOUT as INFOSEEK_LAYOUT
+from mmlbdata.sources.infoseek import read_infoseek
+from mmlbdata.sources.viquae import LAYOUT as VIQUAE_LAYOUT
+from mmlbdata.sources.viquae import read_viquae
 
 from .base import MMLONGBENCH_LENGTH_KEYS, MMLBBuilder, standard_configs
 
-PROMPT_TEMPLATE = prompts.TEMPLATES["vrag"]  # data.py load_vrag, via mmlbdata.prompts
+PROMPT_TEMPLATE = prompts.TEMPLATES["vrag"]  # data.py load_vrag, via mmlbdata.official.mmlongbench_prompts
 PASSAGE_TEMPLATE = prompts.PASSAGE
 NUM_PERMUTATIONS = 3
 KILT_LAYOUT = ("KILT knowledge source (kilt_knowledgesource.json JSON lines or facebook/kilt_wikipedia "

@@ -6,7 +6,7 @@
 #
 # SOURCES_DIR holds one subfolder (or symlink) per source key, as `mmlb list --sources` names
 # them (coco/, mmlongbench_doc/ ...). Rerunning after a crash keeps every complete config built
-# with the same parameters and rebuilds the rest. BENCHMARK is a template name in mmlbdata/cards/.
+# with the same parameters and rebuilds the rest. BENCHMARK is a template name in mmlbdata/dataset/cards/.
 set -euo pipefail
 if [ "$#" -lt 3 ]; then
     sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'

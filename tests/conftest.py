@@ -61,7 +61,7 @@ def coco_mini(real_data: Path) -> Path:
 @pytest.fixture(scope="session")
 def counter(tokenizer_path: Path):
     """The unified token counter with the real Llama-2 tokenizer (shared by the whole session)."""
-    from mmlbdata.tokens import TokenCounter
+    from mmlbdata.core.tokens import TokenCounter
 
     return TokenCounter(tokenizer_path)
 

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from mmlbdata import build as build_module
-from mmlbdata import locks
-from mmlbdata.build import build_configs, cap_num_proc, config_lock_path
-from mmlbdata.card import human_bytes, render_card
+from mmlbdata.dataset import build as build_module
+from mmlbdata.core import locks
+from mmlbdata.dataset.build import build_configs, cap_num_proc, config_lock_path
+from mmlbdata.dataset.card import human_bytes, render_card
 from mmlbdata.cli import main
-from mmlbdata.report import source_label
-from mmlbdata.writer import read_manifest
+from mmlbdata.core.report import source_label
+from mmlbdata.dataset.writer import read_manifest
 
 CONFIG = "vh_single_8k"
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from mmlbdata.docpack import (BudgetError, DOCQA_TEMPLATE, docqa_prompt, docqa_question,
+from mmlbdata.dataset.docpack import (BudgetError, DOCQA_TEMPLATE, docqa_prompt, docqa_question,
                               select_pages)
 
 # Every page costs 10 tokens, the fixed part 5: a selection of n pages costs 5 + 10 n.

@@ -12,10 +12,10 @@ from PIL import Image, ImageChops, ImageStat
 
 from builders.docvqa import DocVQA
 from builders.mmlongbench_doc import MMLongBenchDoc
-from mmlbdata.lengths import LENGTHS
+from mmlbdata.core.lengths import LENGTHS
 from mmlbdata.media import pdf
-from mmlbdata.report import BuildReport
-from mmlbdata.store import ImageStore
+from mmlbdata.core.report import BuildReport
+from mmlbdata.core.store import ImageStore
 from tests.test_docqa_sources import write_slidevqa
 
 
@@ -129,7 +129,7 @@ def test_longdocurl_renders_release_pdfs_at_144_dpi(tmp_path, real_data, counter
 def unrendered(monkeypatch):
     """Page images as sized references only (no rendering): counts and selections stay exact."""
     from mmlbdata.media.documents import DocCorpus
-    from mmlbdata.store import ImageRef
+    from mmlbdata.core.store import ImageRef
 
     def sized_refs(self, store, pages, num_proc=1):
         return [ImageRef(f"{d}#{i}", *self.size(d, i)) for d, i in pages]
@@ -140,7 +140,7 @@ def unrendered(monkeypatch):
 def answer_windows(root: Path, counter) -> dict[str, int]:
     """Row id -> tokens of the question's answer pages with those between them (its smallest
     example), for every question on the sample's PDFs that the selection keeps."""
-    from mmlbdata.docpack import answer_window_tokens, docqa_question
+    from mmlbdata.dataset.docpack import answer_window_tokens, docqa_question
     from mmlbdata.media.documents import DocCorpus, PdfDocument
     from mmlbdata.sources import mmlongbench_doc as mmld
 

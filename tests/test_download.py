@@ -6,7 +6,7 @@ import hashlib
 import pytest
 
 from loopback_http import Behaviour, LoopbackServer
-from mmlbdata.download import (
+from mmlbdata.sources.download import (
     ChecksumError, FileSpec, download_all, download_file, hub_spec, verify_file,
 )
 
@@ -53,7 +53,7 @@ def test_persistent_503_gives_up(tmp_path, pdf_bytes):
 
 
 def test_exponential_backoff_without_retry_after(tmp_path, monkeypatch):
-    import mmlbdata.download as dl
+    import mmlbdata.sources.download as dl
 
     waits, calls = [], []
 

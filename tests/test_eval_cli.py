@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from fake_openai import FakeOpenAI
-from mmlbdata.commands import COMMANDS
-from mmlbdata.commands import eval as eval_cmd
-from mmlbdata.commands import run as run_cmd
+from mmlbdata.cli import COMMANDS
+from mmlbdata.cli import eval as eval_cmd
+from mmlbdata.cli import run as run_cmd
 from mmlbdata.runner.chat import to_content
 from mmlbdata.runner.smoke import write_built
 

@@ -3,7 +3,7 @@
 Every case was worked out by hand from the official code and names the official file, function
 and line it follows (pinned commits in docs/evaluation.md). ``official`` is what the official
 function returns (0 where it would crash); ``default`` is this project's fixed scorer; where the
-two differ the difference is a row of ``mmlbdata.evaluation.deviations``.
+two differ the difference is a row of ``mmlbdata.official.deviations``.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mmlbdata.evaluation.deviations import DEVIATIONS, render_markdown, rows_for
+from mmlbdata.official.deviations import DEVIATIONS, render_markdown, rows_for
 from mmlbdata.evaluation.metrics import get_metric, metric_names
 
 MMLB = "MMLongBench utils.py"
@@ -401,8 +401,8 @@ def test_docs_show_the_table_as_rendered():
 
 def test_card_shows_the_rows_of_its_metrics(tmp_path, coco_mini, tokenizer_path):
     """A real VH build (coco_mini, one question): its card carries the binary_acc rows only."""
-    from mmlbdata.build import build_configs
-    from mmlbdata.card import render_card
+    from mmlbdata.dataset.build import build_configs
+    from mmlbdata.dataset.card import render_card
 
     results = build_configs(["vh_single_8k"], {"coco": coco_mini}, tmp_path / "out", limit=1,
                             store_root=tmp_path / "store", tokenizer=tokenizer_path, progress=False)
@@ -515,10 +515,10 @@ def test_binary_default_answer_follows_the_config_row_even_when_predictions_are_
 def test_the_prepended_template_is_the_loader_of_every_mmlongbench_config():
     """data.py load_data (@22b9f27 L607-641) picks the loader by dataset name, and the loader fixes both
     the system_template the runner prepends (eval.py L73) and the post_process that scores: every
-    config MMLongBench releases must be scored with its loader's template (mmlbdata.prompts)."""
+    config MMLongBench releases must be scored with its loader's template (mmlbdata.official.mmlongbench_prompts)."""
     from mmlbdata.evaluation.metrics.mmlongbench import MMLongBenchMetric
-    from mmlbdata.prompts import answer_prefix
-    from mmlbdata.registry import all_configs
+    from mmlbdata.official.mmlongbench_prompts import answer_prefix
+    from mmlbdata.dataset.registry import all_configs
 
     seen = set()
     for name, entry in all_configs().items():

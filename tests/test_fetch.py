@@ -15,8 +15,9 @@ import pytest
 
 from loopback_http import LoopbackServer
 from loopback_hub import LoopbackHub
-from mmlbdata import fetch as F
-from mmlbdata.archives import ArchiveError, extract_archive
+from mmlbdata.dataset.registry import families_for_configs
+from mmlbdata.sources import fetch as F
+from mmlbdata.sources.archives import ArchiveError, extract_archive
 from mmlbdata.cli import main
 from summ_fixtures import make_lexsum_release
 
@@ -128,7 +129,7 @@ def test_hard_links_are_renamed_by_strip_or_refused(tmp_path):
 # --------------------------------------------------------------------------- the registry
 
 def test_registry_covers_every_source_key_with_origin_and_licence():
-    from mmlbdata.registry import families, sources_by_key
+    from mmlbdata.dataset.registry import families, sources_by_key
 
     from mmlbdata.evaluation.docqa_judge import SOURCE_KEY as JUDGE_PROMPTS  # read by mmlb eval, no builder
 
@@ -147,9 +148,9 @@ def test_registry_covers_every_source_key_with_origin_and_licence():
 
 def test_selection_takes_only_what_families_need():
     registry = F.load_registry()
-    labels = [p.label for p in F.select_parts(registry, families=F.families_for_configs(["mmneedle_n1_k1_8k"]))]
+    labels = [p.label for p in F.select_parts(registry, families=families_for_configs(["mmneedle_n1_k1_8k"]))]
     assert labels == ["coco:annotations2014", "coco:val2014"]  # val2014 only for MMNeedle
-    labels = [p.label for p in F.select_parts(registry, families=F.families_for_configs(["vh_single_8k"]))]
+    labels = [p.label for p in F.select_parts(registry, families=families_for_configs(["vh_single_8k"]))]
     assert labels == ["coco:annotations2017", "coco:val2017"]  # train2017 is optional
     assert [p.label for p in F.select_parts(registry, ["coco:train2017"])] == ["coco:train2017"]
     with pytest.raises(KeyError, match="no part 'nope'"):
@@ -438,7 +439,7 @@ def test_an_empty_file_placed_by_an_earlier_run_is_fetched_again(tmp_path):
 
 
 def test_a_download_below_its_format_floor_or_declared_size_is_refused(tmp_path):
-    from mmlbdata.download import plausible_floor
+    from mmlbdata.sources.download import plausible_floor
 
     assert [plausible_floor(n) for n in ("a.zip", "b.tar.gz", "c.tar", "d.json", "e.md", "f.tar.part.aa")] == [
         22, 18, 1, 2, 1, 1]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mmlbdata import tokens
+from mmlbdata.core import tokens
 from mmlbdata.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,11 +19,11 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from mmlbdata.build import build_configs
-from mmlbdata.report import BuildReport, source_label
+from mmlbdata.dataset.build import build_configs
+from mmlbdata.core.report import BuildReport, source_label
 from mmlbdata.sources.coco import read_instances
 from mmlbdata.sources.coco_captions import read_captions
-from mmlbdata.store import (MAX_ASPECT_RATIO, MAX_IMAGE_PIXELS, BadImageError, ImageLimits, ImageStore,
+from mmlbdata.core.store import (MAX_ASPECT_RATIO, MAX_IMAGE_PIXELS, BadImageError, ImageLimits, ImageStore,
                             inspect_image)
 
 
@@ -425,8 +425,8 @@ def _listing(root: Path) -> list[str]:
 
 def test_push_refuses_repo_ids_that_leave_the_dry_run_folder(built, tmp_path, capsys):
     from mmlbdata.cli import main
-    from mmlbdata.hub import FolderUploader, push_folder
-    from mmlbdata.paths import UnsafePathError
+    from mmlbdata.dataset.hub import FolderUploader, push_folder
+    from mmlbdata.core.paths import UnsafePathError
 
     dry = tmp_path / "a" / "b" / "dry"
     for repo in ("../../x", "org/../../x", "a/b/c", "/abs/repo"):
@@ -541,7 +541,7 @@ def test_vllm_trusts_remote_code_only_when_asked(monkeypatch, flag, trusted):
     import sys
     import types
 
-    from mmlbdata.commands.run import make_backend
+    from mmlbdata.cli.run import make_backend
 
     calls = {}
 
@@ -559,7 +559,7 @@ def test_hf_trusts_remote_code_only_when_asked(monkeypatch, flag, trusted):
     import sys
     import types
 
-    from mmlbdata.commands.run import make_backend
+    from mmlbdata.cli.run import make_backend
 
     calls = []
 
@@ -622,7 +622,7 @@ def test_pdf_page_that_would_render_a_bomb_is_refused_before_rendering(tmp_path,
 
 
 def test_multi_lexsum_document_ids_naming_other_folders_are_skipped(tmp_path):
-    from mmlbdata.paths import UnsafePathError
+    from mmlbdata.core.paths import UnsafePathError
     from mmlbdata.sources import multi_lexsum
     from tests.summ_fixtures import make_lexsum_release
 

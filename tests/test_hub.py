@@ -4,8 +4,8 @@ from __future__ import annotations
 import datasets
 import pytest
 
-from mmlbdata.build import build_configs
-from mmlbdata.hub import push_folder
+from mmlbdata.dataset.build import build_configs
+from mmlbdata.dataset.hub import push_folder
 
 
 class RecordingUploader:
@@ -32,8 +32,8 @@ def test_push_sends_every_config_with_its_features(tmp_path, coco_mini, tokenize
 
 def test_builders_work_through_the_datasets_api(tmp_path, coco_mini, tokenizer_path):
     from builders.vh import VisualHaystack
-    from mmlbdata.store import ImageStore
-    from mmlbdata.tokens import TokenCounter
+    from mmlbdata.core.store import ImageStore
+    from mmlbdata.core.tokens import TokenCounter
 
     builder = VisualHaystack("vh_single_8k", sources={"coco": coco_mini}, limit=1,
                              store=ImageStore(tmp_path / "store"), counter=TokenCounter(tokenizer_path),

@@ -8,9 +8,9 @@ import re
 import pytest
 
 from builders.icl import CLASS_COUNTS, PROMPT_TEMPLATE, ManyShotICL, build_prompt
-from mmlbdata.report import BuildReport
+from mmlbdata.core.report import BuildReport
 from mmlbdata.sources.icl import read_class_folders, read_icl_source, read_inat
-from mmlbdata.store import ImageStore
+from mmlbdata.core.store import ImageStore
 
 LABEL = re.compile(r"<image>\nlabel: (\d+)")
 

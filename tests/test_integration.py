@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from mmlbdata.build import build_configs
+from mmlbdata.dataset.build import build_configs
 from mmlbdata.evaluation.evaluate import evaluate_config, load_examples
 
 # config, sources (keys into the real sample data), options, prediction template

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from mmlbdata.build import completed_stats, store_config
-from mmlbdata.schema import make_example
-from mmlbdata.stats import config_stats, configs_in, shard_files
-from mmlbdata.store import ImageStore
+from mmlbdata.dataset.build import completed_stats, store_config
+from mmlbdata.core.schema import make_example
+from mmlbdata.dataset.stats import config_stats, configs_in, shard_files
+from mmlbdata.core.store import ImageStore
 
 
 def _images(store, count):
@@ -165,7 +165,7 @@ def test_a_pushed_repo_loads_from_a_hub_endpoint_like_the_folder(tmp_path):
     import sys
 
     from loopback_hub import LoopbackHub
-    from mmlbdata.hub import FolderUploader, push_folder
+    from mmlbdata.dataset.hub import FolderUploader, push_folder
 
     refs = _images(ImageStore(tmp_path / "store"), 5)
     _build(tmp_path / "files", "files", refs)
@@ -247,7 +247,7 @@ def test_push_refuses_to_mix_layouts_in_one_repo(tmp_path):
     """The Hub reads a repo with one builder as a folder: a files-layout push beside configs the repo
     holds embedded (pushed from elsewhere) would leave one of the two unreadable; refused before
     anything is sent. Replacing every config of the other layout is fine."""
-    from mmlbdata.hub import FolderUploader, push_folder
+    from mmlbdata.dataset.hub import FolderUploader, push_folder
 
     refs = _images(ImageStore(tmp_path / "store"), 5)
     store_config(tmp_path / "emb", "toy_8k", _rows(refs, A), manifest={"family": "toy"}, layout="embedded")

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from mmlbdata.lengths import (
+from mmlbdata.core.lengths import (
     BudgetError, fill, length_tokens, parse_config_name, truncate_end, truncate_even,
 )
 
@@ -95,7 +95,7 @@ def test_truncate_even_when_required_span_does_not_fit():
 
 
 def test_place_at_and_depth_index():
-    from mmlbdata.lengths import depth_index, place_at
+    from mmlbdata.core.lengths import depth_index, place_at
 
     assert [depth_index(d, 11) for d in (0, 0.2, 0.5, 1.0)] == [0, 2, 5, 10]
     assert place_at(list("abcd"), ["X", "Y"], [0, 5]) == ["X", "a", "b", "c", "d", "Y"]
@@ -107,7 +107,7 @@ def test_place_at_and_depth_index():
 
 
 def test_extended_lengths_parse_but_stay_out_of_the_five():
-    from mmlbdata.lengths import ALL_LENGTHS, EXTENDED_LENGTHS, LENGTHS, length_tokens, parse_config_name
+    from mmlbdata.core.lengths import ALL_LENGTHS, EXTENDED_LENGTHS, LENGTHS, length_tokens, parse_config_name
 
     assert parse_config_name("vh_single_512k") == ("vh_single", "512k")
     assert parse_config_name("gov_report_256k") == ("gov_report", "256k")
@@ -121,9 +121,9 @@ def test_the_length_benchmarks_source_is_coco_like_and_distinct(tmp_path):
     """benchmarks/bench_lengths.py: every generated file distinct (the store keeps one copy per content),
     640x480 by its header, read by the COCO reader with its categories."""
     from benchmarks.bench_lengths import make_coco_like
-    from mmlbdata.report import BuildReport
+    from mmlbdata.core.report import BuildReport
     from mmlbdata.sources.coco import read_instances
-    from mmlbdata.store import ImageStore
+    from mmlbdata.core.store import ImageStore
 
     root = make_coco_like(tmp_path / "coco", 12, small=True)
     images = read_instances(root, ImageStore(tmp_path / "store"), BuildReport())

@@ -17,9 +17,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchmarks.bench_load import images_per_row, make_jpegs, synthetic_rows
-from mmlbdata.build import store_config
-from mmlbdata.store import ImageStore
-from mmlbdata.writer import DEFAULT_ROW_GROUP_BYTES, MIN_ROW_GROUP_ROWS
+from mmlbdata.dataset.build import store_config
+from mmlbdata.core.store import ImageStore
+from mmlbdata.dataset.writer import DEFAULT_ROW_GROUP_BYTES, MIN_ROW_GROUP_ROWS
 
 pytestmark = pytest.mark.slow
 

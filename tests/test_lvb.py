@@ -17,11 +17,11 @@ av = pytest.importorskip("av")
 import sentencepiece as spm  # noqa: E402
 
 from builders.lvb import INSTRUCTION, LongVideoBench  # noqa: E402
-from mmlbdata.build import build_configs  # noqa: E402
-from mmlbdata.lengths import LENGTHS  # noqa: E402
+from mmlbdata.dataset.build import build_configs  # noqa: E402
+from mmlbdata.core.lengths import LENGTHS  # noqa: E402
 from mmlbdata.media.subtitles import parse_vtt  # noqa: E402
-from mmlbdata.report import BuildReport  # noqa: E402
-from mmlbdata.store import ImageStore  # noqa: E402
+from mmlbdata.core.report import BuildReport  # noqa: E402
+from mmlbdata.core.store import ImageStore  # noqa: E402
 
 OFFSET = 100.0
 FRIDAY_DURATION = 6.166  # the clip's container duration

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("av")
 
-from mmlbdata.build import build_configs  # noqa: E402
+from mmlbdata.dataset.build import build_configs  # noqa: E402
 from test_lvb import FRIDAY_DURATION, _row, write_release  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
@@ -60,7 +60,7 @@ def test_worker_stores_the_frames_the_build_asks_for(release, tmp_path, counter)
     really stores the row's 64 frames (a broken worker would leave the store empty)."""
     import builders.lvb as lvb
     from mmlbdata.sources.lvb import read_annotations
-    from mmlbdata.store import ImageStore
+    from mmlbdata.core.store import ImageStore
 
     builder = lvb.LongVideoBench("lvb_val_64f", sources={"lvb": release}, store=ImageStore(tmp_path / "store"),
                                  counter=counter)

@@ -10,8 +10,8 @@ from PIL import Image  # noqa: E402
 from mmlbdata.media import video as video_mod  # noqa: E402
 from mmlbdata.media.video import (VideoError, decode_frames, frame_indices, frame_timestamps,  # noqa: E402
                                   num_sampled, output_size, probe, store_frames)
-from mmlbdata.store import ImageStore  # noqa: E402
-from mmlbdata.tokens import image_size  # noqa: E402
+from mmlbdata.core.store import ImageStore  # noqa: E402
+from mmlbdata.core.tokens import image_size  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from mmlbdata.build import build_all, build_configs, select_configs
+from mmlbdata.dataset.build import build_all, build_configs, select_configs
 from mmlbdata.exports import iter_rows
-from mmlbdata.report import BuildReport
+from mmlbdata.core.report import BuildReport
 from mmlbdata.sources import mmlb_release as release
-from mmlbdata.writer import read_manifest
+from mmlbdata.dataset.writer import read_manifest
 
 COCO = ["000000000139.jpg", "000000000802.jpg", "000000011813.jpg"]
 ANSWER_LINE = "Write your answer in the following format:\nAnswer: [answer]\n\n"
@@ -293,7 +293,7 @@ def test_rows_are_counted_flagged_and_keep_the_official_id(built_release, counte
 
 
 def _size(data: bytes):
-    from mmlbdata.tokens import image_size
+    from mmlbdata.core.tokens import image_size
 
     return image_size(data)
 
@@ -387,7 +387,7 @@ def test_export_of_built_visual_haystack_round_trips(coco_mini, tmp_path, tokeni
 def test_release_templates_are_the_recipes_templates():
     """One wording everywhere: the loader templates here equal those our recipes build with."""
     from builders import icl, mmniah, summ, vh, vrag
-    from mmlbdata import docpack
+    from mmlbdata.dataset import docpack
 
     assert release.TEMPLATES["vh"] == vh.PROMPT_TEMPLATE and release.TEMPLATES["vrag"] == vrag.PROMPT_TEMPLATE
     assert (release.TEMPLATES["niah"], release.TEMPLATES["niah_choice"]) == (mmniah.TEMPLATE, mmniah.CHOICE_TEMPLATE)
@@ -399,7 +399,7 @@ def test_release_templates_are_the_recipes_templates():
 
 
 def test_card_reports_provenance_and_official_lengths(built_release):
-    from mmlbdata.card import card_context, render_card
+    from mmlbdata.dataset.card import card_context, render_card
 
     out, _ = built_release
     context = card_context(out, ["vh_single_8k", "cars196_8k"])
@@ -507,7 +507,7 @@ def test_cli_build_from_the_release(rel, tmp_path, tokenizer_path):
     assert main(["build", "vh_single_8k", "--out", str(tmp_path / "one"), "--option", "subset=paper", *common]) == 0
     assert read_manifest(tmp_path / "one", "vh_single_8k")["subset"] == "paper"
     assert main(["build", "--all", "--benchmark", "mmlongbench", "vh_*", "--out", str(tmp_path / "all"), *common]) == 0
-    from mmlbdata.stats import configs_in
+    from mmlbdata.dataset.stats import configs_in
 
     assert configs_in(tmp_path / "all") == ["vh_multi_8k", "vh_single_8k"]
 
@@ -739,7 +739,7 @@ def test_ablation_sets_build_from_a_named_release_file(rel, tmp_path, tokenizer_
 def test_release_configs_are_kept_on_resume(rel, tmp_path, tokenizer_path):
     """A config built from the release records provenance 'official release'; a rerun of the full
     build keeps it (only demo configs are never taken as finished builds)."""
-    from mmlbdata.build import build_all
+    from mmlbdata.dataset.build import build_all
 
     root, _ = rel
     kwargs = dict(tokenizer=tokenizer_path, store_root=tmp_path / "store", progress=False)

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from mmlbdata.build import build_configs
+from mmlbdata.dataset.build import build_configs
 from mmlbdata.exports import iter_rows
-from mmlbdata.registry import resolve
-from mmlbdata.report import BuildReport
+from mmlbdata.dataset.registry import resolve
+from mmlbdata.core.report import BuildReport
 from mmlbdata.sources import mmlb_release_tsv as tsv
-from mmlbdata.writer import read_manifest
+from mmlbdata.dataset.writer import read_manifest
 
 COLUMNS = ["index", "question_id", "question", "answer", "image_path", "mmlb_subset", "task",
            "source_dataset", "question_type", "tags", "extra_info"]
@@ -151,7 +151,7 @@ def test_build_counts_flags_and_keeps_ids(release, tmp_path, tokenizer_path, cou
 
 
 def _size(data: bytes):
-    from mmlbdata.tokens import image_size
+    from mmlbdata.core.tokens import image_size
 
     return image_size(data)
 

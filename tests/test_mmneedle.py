@@ -11,9 +11,9 @@ from PIL import Image
 
 from builders.mmneedle import MMNeedle, build_prompt
 from mmlbdata.media.stitch import CELL
-from mmlbdata.report import BuildReport
+from mmlbdata.core.report import BuildReport
 from mmlbdata.sources.coco_captions import read_captions
-from mmlbdata.store import ImageStore
+from mmlbdata.core.store import ImageStore
 
 ORIGINAL = [c.name for c in MMNeedle.BUILDER_CONFIGS if c.length is None]
 OPTIONS = {"num_samples": 4, "pool_size": 12, "stitch_processes": 1}

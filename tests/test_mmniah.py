@@ -9,9 +9,9 @@ import pytest
 from PIL import Image
 
 from builders.mmniah import MMNIAH, TEMPLATE, passages
-from mmlbdata.report import BuildReport
+from mmlbdata.core.report import BuildReport
 from mmlbdata.sources.mmniah import parse_row, read_mmniah
-from mmlbdata.store import ImageStore
+from mmlbdata.core.store import ImageStore
 
 NEEDLES = {
     "retrieval": (["The secret code hidden by the lighthouse keeper is 7319."],

@@ -109,7 +109,7 @@ def real_options(real_data: Path) -> str:
 def test_options_image_is_cropped_in_width_to_text_plus_margins(real_data: Path) -> None:
     """ReadBench's renderer (data_prep.py ``_render``, its ``_save``): ``content_end_x = margin +
     min(max_line_w, max_w)``, ``crop_w = min(page_w, int(content_end_x + 4 * margin))``."""
-    from mmlbdata.tokens import image_tokens
+    from mmlbdata.core.tokens import image_tokens
 
     text = real_options(real_data)  # 'A. Ridley play Mercury' ... 'D. Drum Theatre in'
     settings = P.PageSettings()
@@ -241,7 +241,7 @@ def test_planned_sizes_match_rasterized(durenstein: str) -> None:
 
 
 def test_render_text_pages_caches_in_store(tmp_path: Path, durenstein: str) -> None:
-    from mmlbdata.store import ImageStore
+    from mmlbdata.core.store import ImageStore
 
     store = ImageStore(tmp_path / "store")
     text = durenstein[:12000]

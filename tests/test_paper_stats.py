@@ -7,11 +7,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from mmlbdata import paper_stats
-from mmlbdata.build import build_configs
-from mmlbdata.card import render_card
+from mmlbdata.dataset import paper_stats
+from mmlbdata.dataset.build import build_configs
+from mmlbdata.dataset.card import render_card
 from mmlbdata.cli import main
-from mmlbdata.stats import Distribution, shard_files
+from mmlbdata.dataset.stats import Distribution, shard_files
 
 
 @pytest.mark.parametrize("config, images, std, examples, ref", [
@@ -89,7 +89,7 @@ def longdocurl_build(tmp_path_factory, real_data, tokenizer_path):
 
 
 def recount(folder, config) -> tuple[int, float]:
-    """Rows and mean images per row, straight from the parquet (not through mmlbdata.stats)."""
+    """Rows and mean images per row, straight from the parquet (not through mmlbdata.dataset.stats)."""
     rows = images = 0
     for path in shard_files(folder, config):
         column = "images_file_names" if path.name.endswith(".metadata.parquet") else "images"

@@ -1,4 +1,4 @@
-"""``mmlbdata.parallel.map_units`` without Ray: results in input order whatever finishes first,
+"""``mmlbdata.core.parallel.map_units`` without Ray: results in input order whatever finishes first,
 the setup run in each worker before its units, a kept pool reused, units left unstarted when the
 caller stops early. (The Ray path: tests/test_ray_units.py.)"""
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from mmlbdata import parallel
+from mmlbdata.core import parallel
 
 _PREFIX = None
 

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from mmlbdata.extras import MissingExtraError, require
-from mmlbdata.paths import UnsafePathError, is_inside, resolve_inside
+from mmlbdata.core.extras import MissingExtraError, require
+from mmlbdata.core.paths import UnsafePathError, is_inside, resolve_inside
 
 
 def test_relative_name_resolves_under_root(tmp_path):

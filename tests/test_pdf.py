@@ -9,7 +9,7 @@ from PIL import Image
 
 from mmlbdata.media import pdf
 from mmlbdata.media.pdf import PdfError
-from mmlbdata.store import ImageStore, file_sha256
+from mmlbdata.core.store import ImageStore, file_sha256
 
 
 def _raw_pdf(objects: list[str]) -> bytes:

@@ -1,4 +1,4 @@
-"""MMLongBench's prompt assembly (``mmlbdata.prompts``) against its official ``data.py``.
+"""MMLongBench's prompt assembly (``mmlbdata.official.mmlongbench_prompts``) against its official ``data.py``.
 
 Every expected string below is typed from the official lines (EdinburghNLP/MMLongBench ``data.py``,
 read at commit 26197d25, the version the search index holds; line numbers are that file's): the
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from mmlbdata import prompts
+from mmlbdata.official import mmlongbench_prompts as prompts
 from mmlbdata.sources import mmlb_release
 
 ANSWER_FORMAT = "Write your answer in the following format:\nAnswer: [answer]\n\n"
@@ -104,7 +104,7 @@ def test_release_reader_uses_the_same_templates():
 
 def test_recipes_build_with_the_shared_templates():
     from builders import icl, mmniah, summ, vh, vrag
-    from mmlbdata import docpack
+    from mmlbdata.dataset import docpack
 
     assert vh.build_prompt(2, "q") == prompts.render("vh", "<image>\n<image>", "q")
     assert vrag.build_prompt([{"title": "T", "text": "x"}], "q") == \
@@ -156,7 +156,7 @@ def test_rebuilt_rows_are_what_the_official_loader_assembles_from_their_records(
     """A row built from the real sample, written as the release record the official loader reads
     (page files named ``<doc_id>/page<N>``), is assembled back by the loader's rules (load_doc_qa /
     load_visual_haystack) into the same prompt and image order: nothing differs."""
-    from mmlbdata.build import build_configs
+    from mmlbdata.dataset.build import build_configs
     from mmlbdata.exports import iter_rows
     from mmlbdata.exports.mmlongbench import official_record
 
@@ -175,7 +175,7 @@ def test_rebuilt_rows_are_what_the_official_loader_assembles_from_their_records(
 def test_rebuilt_icl_row_is_what_the_official_icl_loader_assembles(real_data, tokenizer_path, tmp_path):
     """load_icl_er on the release entry of a row built from real photos (one exemplar per round, so
     the loader's shuffles cannot move them) gives back the row's prompt and image order."""
-    from mmlbdata.build import build_configs
+    from mmlbdata.dataset.build import build_configs
     from mmlbdata.exports import iter_rows
     from mmlbdata.exports.mmlongbench import icl_entry
 
@@ -195,7 +195,7 @@ def test_rebuilt_gov_report_row_is_what_the_official_summary_loader_assembles(to
     ``split("page")[1]``) gives back the row's prompt: pages numbered from 0 as the recipe writes them."""
     from summ_fixtures import make_govreport_release
 
-    from mmlbdata.build import build_configs
+    from mmlbdata.dataset.build import build_configs
     from mmlbdata.exports import iter_rows
     from mmlbdata.exports.mmlongbench import official_record
 

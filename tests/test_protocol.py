@@ -1,4 +1,4 @@
-"""MMLongBench's two protocols (``mmlbdata.protocol``): v1.0 = EdinburghNLP/MMLongBench @26197d2
+"""MMLongBench's two protocols (``mmlbdata.official.protocol``): v1.0 = EdinburghNLP/MMLongBench @26197d2
 (the paper), v1.1 = @22b9f27 (the current code). Every expected value is hand-derived from the
 official lines named in each test (files read at those commits); none is produced by the code
 under test. The v1.1 document-QA judge runs against a loopback OpenAI-compatible server with a
@@ -14,7 +14,7 @@ import json
 import pytest
 
 from fake_openai import FakeOpenAI
-from mmlbdata import protocol as protocols
+from mmlbdata.official import protocol as protocols
 from mmlbdata.evaluation import docqa_judge as dj
 from mmlbdata.evaluation.judge import JudgeClient
 from mmlbdata.evaluation.metrics import get_metric
@@ -290,7 +290,7 @@ def test_without_a_judge_v11_falls_back_to_the_rules_and_says_so():
 
 
 def test_mmlb_eval_with_the_judge_records_its_origin(prompt_file, tmp_path, capsys, monkeypatch):
-    from mmlbdata.commands import eval as eval_cmd
+    from mmlbdata.cli import eval as eval_cmd
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     rows = [{"id": e["id"], "dataset": e["dataset"], "length": 8192, "num_tokens": 10, "prompt": "p",
@@ -341,7 +341,7 @@ def test_no_judge_reply_crashes_the_scorer(reply):
 def test_viquae_rows_with_a_quote_in_the_image_path_are_dropped_under_v11(tmp_path):
     """data.py @22b9f27 L47-55 (load_vrag, since bf8fbae): records whose image path holds '"' are
     filtered out before the paper's id draw; v1.0 (@26197d2) keeps them."""
-    from mmlbdata.report import BuildReport
+    from mmlbdata.core.report import BuildReport
     from mmlbdata.sources import mmlb_release as release
 
     path = tmp_path / "viquae_K8_dep6.jsonl"
@@ -362,7 +362,7 @@ def test_build_protocol_goes_to_prompts_manifest_and_card(tmp_path, real_data, t
     from test_mmlb_release import write_release
 
     from mmlbdata.cli import main
-    from mmlbdata.writer import read_manifest
+    from mmlbdata.dataset.writer import read_manifest
 
     root = tmp_path / "release"
     write_release(root, real_data)
@@ -377,7 +377,7 @@ def test_build_protocol_goes_to_prompts_manifest_and_card(tmp_path, real_data, t
         assert f"`protocol={protocol}`" in (out / "README.md").read_text()
         import pyarrow.parquet as pq
 
-        from mmlbdata.stats import shard_files
+        from mmlbdata.dataset.stats import shard_files
 
         [shard] = shard_files(out, "mmlongdoc_8k")
         prompts[protocol] = pq.read_table(shard, columns=["prompt"]).column("prompt").to_pylist()[0]
@@ -418,7 +418,7 @@ def test_eval_flags_a_build_of_the_other_protocol(tmp_path):
     and names the flag that matches the build; the same protocol raises nothing."""
     from mmlbdata.evaluation.evaluate import evaluate
     from mmlbdata.evaluation.report import render
-    from mmlbdata.writer import write_manifest
+    from mmlbdata.dataset.writer import write_manifest
 
     rows = [{"id": "a", "dataset": "mmlongdoc", "length": 8192, "num_tokens": 10, "prompt": "p", "images": [],
              "question": "q", "answers": ["2019"], "metric": "docqa", "meta": json.dumps({"answer_format": "Integer"})}]
@@ -436,7 +436,7 @@ def test_judge_reads_the_first_gold_and_the_parsed_text_in_both_modes(prompt_fil
     """utils.py @22b9f27 L440: one reference (data.py L534 ``example["answer"]``) and the parsed
     prediction (L535) go to the judge; the default sends the same ``answers[0]`` and the text after
     the model's own prefix, not a max over golds or over raw/parsed text: the deviations rows say so."""
-    from mmlbdata.evaluation.deviations import DEVIATIONS
+    from mmlbdata.official.deviations import DEVIATIONS
 
     sent = []
 

@@ -25,13 +25,13 @@ import pytest
 import yaml
 from PIL import Image
 
-from mmlbdata.build import build_all, build_configs, completed_stats, build_parameters
-from mmlbdata.card import config_data_entry, format_stats, render_card, select_template, split_front_matter
+from mmlbdata.dataset.build import build_all, build_configs, completed_stats, build_parameters
+from mmlbdata.dataset.card import config_data_entry, format_stats, render_card, select_template, split_front_matter
 from mmlbdata.cli import main
 from mmlbdata.exports import iter_rows
-from mmlbdata.hub import IMAGE_COMMIT_FILES, FolderUploader, HubUploader, push_folder
-from mmlbdata.registry import resolve
-from mmlbdata.stats import config_stats
+from mmlbdata.dataset.hub import IMAGE_COMMIT_FILES, FolderUploader, HubUploader, push_folder
+from mmlbdata.dataset.registry import resolve
+from mmlbdata.dataset.stats import config_stats
 
 CONFIGS = ["vh_multi_8k", "vh_single_16k", "vh_single_8k"]
 
@@ -104,7 +104,7 @@ def test_card_command_and_stats_plot(built, tmp_path, capsys):
 def test_a_new_benchmark_only_needs_a_template_file(built, tmp_path):
     cards = tmp_path / "cards"
     cards.mkdir()
-    shutil.copy(Path(__file__).resolve().parents[1] / "mmlbdata" / "cards" / "_base.md.jinja", cards)
+    shutil.copy(Path(__file__).resolve().parents[1] / "mmlbdata" / "dataset" / "cards" / "_base.md.jinja", cards)
     (cards / "toy.md.jinja").write_text(
         "---\nbenchmark: Toy\npretty_name: Toy bench\nfamilies: [vh]\nlicenses: {coco: cc-by-4.0}\n"
         "citations: []\n---\n{% extends \"_base.md.jinja\" %}\n{% block measures %}Toy things.{% endblock %}\n")
@@ -125,7 +125,7 @@ def _datasets_card_update(remote_dir: Path, config: str, folder: Path) -> dict:
     from fsspec.implementations.dirfs import DirFileSystem
     from fsspec.implementations.local import LocalFileSystem
 
-    from mmlbdata.card import config_features
+    from mmlbdata.dataset.card import config_features
 
     stats = config_stats(folder, config)
     card, _ = _get_updated_dataset_card(
@@ -407,7 +407,7 @@ def test_help(command, capsys):
 
 
 def test_build_without_configs_or_all_is_a_usage_error(tmp_path, capsys):
-    from mmlbdata.commands.build import parse_size
+    from mmlbdata.cli.build import parse_size
 
     assert main(["build", "--out", str(tmp_path)]) == 2
     assert "--all" in capsys.readouterr().err
@@ -419,10 +419,10 @@ def test_build_without_configs_or_all_is_a_usage_error(tmp_path, capsys):
 def test_mmlongbench_layout_of_document_pages(tmp_path):
     """Document-QA rows: page_list files named <doc_id>/page<N>, as the release's loader parses;
     the bare question (the loader adds "Based on Document ..."), the release's answer_format names."""
-    from mmlbdata.schema import make_example
+    from mmlbdata.core.schema import make_example
     from mmlbdata.sources.mmlb_release import DOC_QUESTION, TEMPLATES
-    from mmlbdata.store import ImageStore
-    from mmlbdata.build import store_config
+    from mmlbdata.core.store import ImageStore
+    from mmlbdata.dataset.build import store_config
 
     store = ImageStore(tmp_path / "store")
     refs = []
@@ -449,8 +449,8 @@ def test_mmlongbench_layout_of_document_pages(tmp_path):
 
 
 def test_every_registered_family_has_exactly_one_card_template():
-    from mmlbdata.card import benchmark_families
-    from mmlbdata.registry import families
+    from mmlbdata.dataset.card import benchmark_families
+    from mmlbdata.dataset.registry import families
 
     covering = {}
     for benchmark, names in benchmark_families().items():

@@ -9,9 +9,10 @@ import pytest
 
 pytest.importorskip("ray")
 
-from mmlbdata.build import build_all, build_configs  # noqa: E402
-from mmlbdata.commands import build as build_cmd  # noqa: E402
-from mmlbdata.writer import read_manifest  # noqa: E402
+from mmlbdata.dataset.build import build_all, build_configs, run_locally  # noqa: E402
+from mmlbdata.dataset.ray_build import RayExecutor  # noqa: E402
+from mmlbdata.cli import build as build_cmd  # noqa: E402
+from mmlbdata.dataset.writer import read_manifest  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -62,7 +63,7 @@ def test_ray_and_local_manifests_name_source_files_alike(real_data, tokenizer_pa
     _needle_release(tmp_path / "mmneedle", real_data)  # its entry 2 escapes the release: skipped
     monkeypatch.chdir(tmp_path)
     common = dict(tokenizer=tokenizer_path, progress=False, store_root=tmp_path / "store")
-    for out, executor in (("local", "local"), ("ray", "ray")):
+    for out, executor in (("local", run_locally), ("ray", RayExecutor())):
         [result] = build_configs(["mmneedle_m1_n2_k1"], {"mmneedle_release": Path("mmneedle")}, tmp_path / out,
                                  executor=executor, **common)
         assert result.ok, result.error
@@ -75,7 +76,7 @@ def test_ray_and_local_manifests_name_source_files_alike(real_data, tokenizer_pa
 def test_ray_build_all_resumes(coco_mini, tokenizer_path, local_ray, tmp_path):
     out = tmp_path / "out"
     kwargs = dict(limit=3, tokenizer=tokenizer_path, progress=False, store_root=tmp_path / "store",
-                  executor="ray")
+                  executor=RayExecutor())
     first = build_all(CONFIGS, {"coco": coco_mini}, out, **kwargs)
     assert [r.status for r in first] == ["built", "built"]
     before = parquet_bytes(out)

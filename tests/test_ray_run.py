@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("ray")
 pytest.importorskip("transformers")
 
-from mmlbdata.commands import run as run_cmd  # noqa: E402
+from mmlbdata.cli import run as run_cmd  # noqa: E402
 from mmlbdata.runner.backends import BackendOptions  # noqa: E402
 from mmlbdata.runner.smoke import write_built  # noqa: E402
 

@@ -1,5 +1,5 @@
 """``mmlb build --executor ray --num-proc 2``: the units of work inside the heaviest configs run
-as Ray tasks (counted through ``mmlbdata.parallel.UNIT_LOG``) and the parquet is the local
+as Ray tasks (counted through ``mmlbdata.core.parallel.UNIT_LOG``) and the parquet is the local
 build's, byte for byte, on the real samples."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 pytest.importorskip("ray")
 pytest.importorskip("av")
 
-from mmlbdata import parallel  # noqa: E402
-from mmlbdata.build import build_configs  # noqa: E402
+from mmlbdata.core import parallel  # noqa: E402
+from mmlbdata.dataset.build import build_configs  # noqa: E402
 from test_lvb_prefetch import release  # noqa: E402,F401 - the LongVideoBench fixture
 from test_ray_build import cli, parquet_bytes  # noqa: E402
 
@@ -84,7 +84,7 @@ def test_lvb_videos_decoded_as_ray_tasks(release, local_ray, unit_log, tmp_path,
 
 def distinct_images(out: Path) -> int:
     """Distinct images the built rows point at (each MMNeedle grid is one)."""
-    from mmlbdata.stats import image_paths
+    from mmlbdata.dataset.stats import image_paths
 
     return len({path for f in sorted(out.glob("*.metadata.parquet")) for path in image_paths(f)})
 

@@ -15,11 +15,11 @@ import pytest
 from PIL import Image
 
 from builders import readbench as rb
-from mmlbdata import readbench_prompts as rbp
-from mmlbdata.report import BuildReport
+from mmlbdata.official import readbench_prompts as rbp
+from mmlbdata.core.report import BuildReport
 from mmlbdata.sources import readbench as src
-from mmlbdata.store import ImageStore
-from mmlbdata.tokens import IMAGE_PLACEHOLDER, TokenCounter
+from mmlbdata.core.store import ImageStore
+from mmlbdata.core.tokens import IMAGE_PLACEHOLDER, TokenCounter
 
 
 # -- fixtures in the Hub schemas ------------------------------------------------------------------
@@ -489,7 +489,7 @@ def test_limit_caps_rows(sources, store, counter) -> None:
 
 
 def test_config_names_registered() -> None:
-    from mmlbdata.registry import all_configs
+    from mmlbdata.dataset.registry import all_configs
 
     names = set(all_configs())
     for name in ("readbench_mmlu_pro", "readbench_mmlu_redux", "readbench_gpqa", "readbench_babilong_qa1_4k",

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from mmlbdata.evaluation.metrics import metric_names
-from mmlbdata.lengths import ALL_LENGTHS, parse_config_name
-from mmlbdata.registry import UnknownConfigError, all_configs, families, resolve
+from mmlbdata.core.lengths import ALL_LENGTHS, parse_config_name
+from mmlbdata.dataset.registry import UnknownConfigError, all_configs, families, resolve
 
 
 def test_every_config_names_a_registered_metric_and_declared_sources():

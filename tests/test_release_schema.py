@@ -15,15 +15,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mmlbdata.build import build_configs
+from mmlbdata.dataset.build import build_configs
 from mmlbdata.cli import main
 from mmlbdata.exports import iter_rows
-from mmlbdata.report import BuildReport
+from mmlbdata.core.report import BuildReport
 from mmlbdata.sources import mmlb_release as release
 from mmlbdata.sources import mmneedle_release as needle
 from mmlbdata.sources.lineschema import problem
 from mmlbdata.sources.mmlb_release_lines import ICL_DOMAIN, ICL_TEST, LINE_SCHEMAS
-from mmlbdata.writer import read_manifest
+from mmlbdata.dataset.writer import read_manifest
 from test_mmlb_release import write_release
 
 VH = "NIAH/vh_single_test_1000_K8_dep6.jsonl"

@@ -114,7 +114,7 @@ def test_bm25_finds_the_article_of_a_title(corpus, cache):
 
 def test_missing_retrieval_extra_names_it(corpus, tmp_path, monkeypatch):
     """Without bm25s a visual-RAG build fails with the one-line extra message, not a bare import error."""
-    from mmlbdata.extras import MissingExtraError
+    from mmlbdata.core.extras import MissingExtraError
 
     monkeypatch.setitem(sys.modules, "bm25s", None)
     monkeypatch.setitem(sys.modules, "bm25s.tokenization", None)

@@ -183,7 +183,7 @@ def test_a_batch_that_fails_to_prepare_is_reported_and_the_run_goes_on(built, tm
 def test_cli_options_reach_the_pipeline_and_the_profile_is_written(built, tiny_model, tmp_path, capsys):
     import argparse
 
-    from mmlbdata.commands import run as run_cmd
+    from mmlbdata.cli import run as run_cmd
 
     parser = argparse.ArgumentParser(prog="mmlb")
     run_cmd.register(parser.add_subparsers())
@@ -216,7 +216,7 @@ def test_an_image_that_cannot_be_read_ahead_fails_its_batch_not_the_run(tmp_path
     (or a Hub error) used to end the whole run from the reading thread, no prediction written."""
     import pyarrow.parquet as pq
 
-    from mmlbdata.build import build_configs
+    from mmlbdata.dataset.build import build_configs
     from mmlbdata.runner.chat import to_pil
 
     class Decoding(Recorder):

@@ -8,7 +8,7 @@ import pymupdf
 import pytest
 
 from loopback_http import LoopbackServer
-from mmlbdata.download import download_all
+from mmlbdata.sources.download import download_all
 from mmlbdata.sources import govreport, multi_lexsum
 from mmlbdata.sources.jsonstream import iter_object_items
 from summ_fixtures import (FOUND, RECOMMENDS, WHY, gao_record, make_gao_pdf, make_govreport_release,

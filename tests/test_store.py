@@ -7,7 +7,7 @@ import shutil
 import pytest
 from PIL import Image
 
-from mmlbdata.store import BadImageError, ImageStore, inspect_image
+from mmlbdata.core.store import BadImageError, ImageStore, inspect_image
 
 
 def _jpeg_bytes(size=(64, 48), color="blue") -> bytes:

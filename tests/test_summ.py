@@ -10,11 +10,11 @@ import pytest
 from builders.summ import (GOV_REPORT_TEMPLATE, MULTI_LEXSUM_TEMPLATE, Summarization,
                            even_end_order, Page)
 from loopback_http import LoopbackServer
-from mmlbdata.download import download_all
+from mmlbdata.sources.download import download_all
 from mmlbdata.media import pdf
-from mmlbdata.report import BuildReport
+from mmlbdata.core.report import BuildReport
 from mmlbdata.sources import govreport
-from mmlbdata.store import ImageStore
+from mmlbdata.core.store import ImageStore
 from summ_fixtures import (FOUND, RECOMMENDS, WHY, gao_record, make_gao_pdf, make_govreport_release,
                            make_lexsum_release, make_plain_pdf)
 
@@ -200,7 +200,7 @@ def test_multi_lexsum_missing_document_skips_case(tmp_path, counter):
 
 
 def test_registered_entry_point():
-    from mmlbdata.registry import resolve
+    from mmlbdata.dataset.registry import resolve
 
     for name in ("gov_report_8k", "gov_report_128k", "multi_lexsum_32k"):
         entry = resolve(name)

@@ -7,7 +7,7 @@ import pytest
 import sentencepiece as spm
 from PIL import Image
 
-from mmlbdata.tokens import (
+from mmlbdata.core.tokens import (
     ImageHeaderError, ImageTokenRule, TextTokenizer, TokenCounter, TokenizerNotFoundError,
     find_tokenizer_model, image_size, image_tokens, smart_resize,
 )
@@ -109,7 +109,7 @@ def test_chunked_counting_is_exact(tokenizer_path, real_data):
     """Long texts are counted in pieces; the total must equal one sentencepiece call."""
     import random
 
-    from mmlbdata import tokens
+    from mmlbdata.core import tokens
 
     sp = spm.SentencePieceProcessor(model_file=str(tokenizer_path))
     tok = TextTokenizer(tokenizer_path)

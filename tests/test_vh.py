@@ -15,10 +15,10 @@ from PIL import Image
 import pytest
 import sentencepiece as spm
 
-from mmlbdata.build import build_configs
-from mmlbdata.report import source_label
+from mmlbdata.dataset.build import build_configs
+from mmlbdata.core.report import source_label
 from mmlbdata.exports import iter_rows
-from mmlbdata.stats import configs_in, shard_files
+from mmlbdata.dataset.stats import configs_in, shard_files
 
 
 def independent_image_tokens(w: int, h: int) -> int:

@@ -6,9 +6,9 @@ import json
 import pytest
 
 from builders.vh import VisualHaystack, build_prompt
-from mmlbdata.report import BuildReport
+from mmlbdata.core.report import BuildReport
 from mmlbdata.sources.vhs import read_vhs, release_files, resolve_image
-from mmlbdata.store import ImageStore
+from mmlbdata.core.store import ImageStore
 
 
 @pytest.fixture()

@@ -10,12 +10,12 @@ import re
 import pytest
 
 from builders.vrag import DEPTHS, PROMPT_TEMPLATE, VisualRAG, build_prompt, render_passage
-from mmlbdata.report import BuildReport
+from mmlbdata.core.report import BuildReport
 from mmlbdata.retrieval.corpus import read_wikitext
 from mmlbdata.retrieval.search import mentions_any
 from mmlbdata.sources.infoseek import accepted_answers, read_infoseek
 from mmlbdata.sources.viquae import read_viquae
-from mmlbdata.store import ImageStore
+from mmlbdata.core.store import ImageStore
 
 DOC = re.compile(r"Document \(Title: ")
 
@@ -25,10 +25,14 @@ def wikitext(real_data):
     return real_data / "text" / "wikitext2_raw_wiki.test.raw"
 
 
-@pytest.fixture(scope="module")
-def photos(real_data, coco_mini):
+def pick_photos(real_data, coco_mini):
     return sorted((coco_mini / "val2017").glob("*.jpg"))[:4] + \
         sorted((real_data / "images" / "imagenet_samples_100").glob("*.JPEG"))[:4]
+
+
+@pytest.fixture(scope="module")
+def photos(real_data, coco_mini):
+    return pick_photos(real_data, coco_mini)
 
 
 def _jsonl(path, rows):
@@ -77,10 +81,9 @@ def _provenance(wikitext, title, answer):
     raise AssertionError(answer)
 
 
-@pytest.fixture(scope="module")
-def viquae_root(tmp_path_factory, photos, wikitext):
-    root = tmp_path_factory.mktemp("viquae")
-    (root / "images").mkdir()
+def write_viquae(root, photos, wikitext):
+    """A ViQuAE release (test.jsonl + images/) whose answers are spans of the WikiText articles."""
+    (root / "images").mkdir(parents=True)
     items = [
         ("Robert Boulter", "The Bill", ["The Bill"], "What television series did this man have a guest @-@ starring role on in 2000?"),
         ("Dick Rifenburg", "University of Michigan", ["Michigan Wolverines"], "Which university did this man play college football for?"),
@@ -100,6 +103,11 @@ def viquae_root(tmp_path_factory, photos, wikitext):
                     "output": {"original_answer": "", "answer": [], "provenance": []}, "kilt_id": "wt0"})
     _jsonl(root / "test.jsonl", records)
     return root
+
+
+@pytest.fixture(scope="module")
+def viquae_root(tmp_path_factory, photos, wikitext):
+    return write_viquae(tmp_path_factory.mktemp("viquae"), photos, wikitext)
 
 
 @pytest.fixture(scope="module")
@@ -216,7 +224,7 @@ def test_cli_build_writes_a_loadable_config(viquae_root, wikitext, tmp_path, opt
     """The `mmlb build` path: string options, parquet output that `datasets` loads back."""
     import datasets
 
-    from mmlbdata.build import build_config
+    from mmlbdata.dataset.build import build_config
 
     result = build_config("viquae_8k", {"viquae": viquae_root, "kilt": wikitext}, tmp_path / "out", limit=1,
                           options={k: str(v) for k, v in options.items()}, store_root=tmp_path / "c" / "store",

@@ -9,10 +9,10 @@ import datasets
 import pytest
 from PIL import Image
 
-from mmlbdata.schema import FEATURES, SchemaError, make_example
-from mmlbdata.store import ImageStore
-from mmlbdata.build import store_config as write_config
-from mmlbdata.writer import read_manifest
+from mmlbdata.core.schema import FEATURES, SchemaError, make_example
+from mmlbdata.core.store import ImageStore
+from mmlbdata.dataset.build import store_config as write_config
+from mmlbdata.dataset.writer import read_manifest
 
 
 def _images(store, count):

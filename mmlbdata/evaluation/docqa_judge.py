@@ -63,7 +63,7 @@ def prompt_file(path: str | Path) -> Path:
 
 def pinned_origin() -> dict[str, Any]:
     """Where the registry says the official file comes from: repository, commit, md5, size."""
-    from ..fetch import load_registry
+    from mmlbdata.sources.fetch import load_registry
 
     [part] = load_registry()[SOURCE_KEY].parts
     match = re.search(r"githubusercontent\.com/([^/]+/[^/]+)/([0-9a-f]{40})/", part.url or "")

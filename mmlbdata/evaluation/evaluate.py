@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from .metrics import get_metric
-from .metrics.common import meta_of
-from .metrics.registry import ScoreResult, mean, parity_of
+from mmlbdata.evaluation.metrics import get_metric
+from mmlbdata.evaluation.metrics.common import meta_of
+from mmlbdata.evaluation.metrics.registry import ScoreResult, mean, parity_of
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ def _length_key(length) -> tuple[int, int, str]:
 
 def length_label(length) -> str:
     """8192 -> "8k" for the standard (and extended) budgets; anything else as text."""
-    from mmlbdata.lengths import ALL_LENGTHS
+    from mmlbdata.core.lengths import ALL_LENGTHS
 
     names = {v: k for k, v in ALL_LENGTHS.items()}
     try:
@@ -149,10 +149,10 @@ def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_o
                     protocol: str | None = None) -> dict:
     """Score one config: per metric, aggregates; tables by category/length/meta groups;
     per-example {id, score, parsed}; problems (unknown ids, missing predictions). ``protocol``:
-    MMLongBench's (``mmlbdata.protocol``; None: the ``protocol`` of ``metric_options["*"]``, else v1.1)."""
+    MMLongBench's (``mmlbdata.official.protocol``; None: the ``protocol`` of ``metric_options["*"]``, else v1.1)."""
     metric_options = dict(metric_options or {})
     if protocol is not None:
-        from ..protocol import get as get_protocol
+        from mmlbdata.official.protocol import get as get_protocol
 
         metric_options["*"] = {**metric_options.get("*", {}), "protocol": get_protocol(protocol).name}
     by_id = {str(e["id"]): e for e in examples}
@@ -199,7 +199,7 @@ def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_o
 def built_protocol(data_dir: str | Path, config: str) -> str | None:
     """The MMLongBench protocol a local build of ``config`` recorded in its manifest (None: not
     recorded, not a local folder, or an unreadable manifest)."""
-    from ..writer import read_manifest
+    from mmlbdata.dataset.writer import read_manifest
 
     try:
         protocol = (read_manifest(data_dir, config) or {}).get("protocol") if Path(data_dir).is_dir() else None
@@ -214,12 +214,12 @@ def evaluate(predictions_path: str | Path, data_dir: str | Path, configs: list[s
 
     ``parity="official"``: every metric returns what the benchmark's official scorer returns
     (bugs included); the default fixes them, each difference listed in ``deviations.py``.
-    ``protocol``: MMLongBench's ``v1.1`` (default) or ``v1.0`` (``mmlbdata.protocol``); under v1.1
+    ``protocol``: MMLongBench's ``v1.1`` (default) or ``v1.0`` (``mmlbdata.official.protocol``); under v1.1
     document QA is scored by the LLM judge when ``metric_options["docqa"]`` has ``judge`` and
     ``judge_prompts`` (``docqa_judge``), else by the rules.
     """
-    from .. import protocol as protocols
-    from .docqa_judge import prepare as prepare_docqa_judge
+    from mmlbdata.evaluation.docqa_judge import prepare as prepare_docqa_judge
+    from mmlbdata.official import protocol as protocols
 
     parity_of({"parity": parity})
     chosen = protocols.get(protocol)

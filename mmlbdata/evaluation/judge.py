@@ -110,7 +110,7 @@ class JudgeClient:
 
     def _openai(self):
         if self._client is None:
-            from ..extras import require
+            from mmlbdata.core.extras import require
 
             openai = require("openai", "eval", "the LLM judge")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..extras import require
-from .evaluate import _length_key
+from mmlbdata.core.extras import require
+from mmlbdata.evaluation.evaluate import _length_key
 
 
 def format_table(headers: list[str], rows: list[list]) -> str:

@@ -3,8 +3,14 @@
 Every exporter reads the parquet shards in small batches (memory bounded by a batch, whatever the
 config size) and works from what every built folder has: the common schema and the manifests.
 Names taken from a built folder (config names, a manifest's ``dataset``/``family``, image names)
-are data: every path joined from them goes through :func:`mmlbdata.paths.resolve_inside`, so an
+are data: every path joined from them goes through :func:`mmlbdata.core.paths.resolve_inside`, so an
 export never writes outside ``--out``.
+
+Owns the harness formats: ``lmms_eval`` (task folders) and ``lmms_eval_hooks`` (what their
+``utils.py`` calls), ``vlmevalkit`` (TSV) and ``vlmevalkit_dataset`` (the dataset class, scored by
+the evaluator's ``evaluate_config``), ``mmlongbench`` (MMLongBench's release layout), and here the
+row reader every exporter shares (``iter_rows``). May import every layer up to ``evaluation``;
+independent of ``runner``; only ``cli`` imports it.
 """
 from __future__ import annotations
 
@@ -14,10 +20,11 @@ from typing import Iterator, Optional, Sequence
 
 import pyarrow.parquet as pq
 
-from ..paths import resolve_inside
-from ..stats import IMAGE_FILES_COLUMN, configs_in, is_files_layout, shard_files
-from ..tokens import IMAGE_PLACEHOLDER
-from ..writer import read_manifest
+from mmlbdata.core.paths import resolve_inside
+from mmlbdata.core.store import image_extension
+from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
+from mmlbdata.dataset.stats import IMAGE_FILES_COLUMN, configs_in, is_files_layout, shard_files
+from mmlbdata.dataset.writer import read_manifest
 
 FORMATS = ("lmms-eval", "vlmevalkit", "mmlongbench")
 
@@ -48,20 +55,6 @@ def _image_file(folder: Path, name: str) -> dict:
 def split_prompt(prompt: str) -> list[str]:
     """The text around each ``<image>``: ``len(result) == number of images + 1``."""
     return prompt.split(IMAGE_PLACEHOLDER)
-
-
-def image_extension(data: bytes, name: str = "") -> str:
-    """File extension from the image's magic bytes (the stored name may lack one)."""
-    if data[:3] == b"\xff\xd8\xff":
-        return "jpg"
-    if data[:8] == b"\x89PNG\r\n\x1a\n":
-        return "png"
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "webp"
-    if data[:4] in (b"GIF8",):
-        return "gif"
-    suffix = Path(name).suffix.lstrip(".").lower()
-    return suffix or "bin"
 
 
 def content_name(data: bytes, name: str = "") -> str:

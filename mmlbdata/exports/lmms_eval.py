@@ -18,11 +18,11 @@ from typing import Optional, Sequence
 
 import yaml
 
-from .. import __version__
-from ..writer import SPLIT
-from ..paths import resolve_inside
-from . import config_family, selected_configs
-from .lmms_eval_hooks import SCORE_KEY, STDERR_KEY
+from mmlbdata import __version__
+from mmlbdata.core.paths import resolve_inside
+from mmlbdata.dataset.writer import SPLIT
+from mmlbdata.exports import config_family, selected_configs
+from mmlbdata.exports.lmms_eval_hooks import SCORE_KEY, STDERR_KEY
 
 #: answer budget per family (MMLongBench: 384 tokens for summaries, 128 otherwise)
 MAX_NEW_TOKENS = {"summ": 384}

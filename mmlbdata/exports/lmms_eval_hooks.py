@@ -26,7 +26,7 @@ import random
 from types import SimpleNamespace
 from typing import Any, Optional
 
-from . import split_prompt
+from mmlbdata.exports import split_prompt
 
 TEXT_FIELDS = ("id", "dataset", "length", "num_tokens", "prompt", "question", "answers", "metric", "meta")
 SCORE_KEY = "mmlb_score"
@@ -45,8 +45,8 @@ def parity() -> str:
 
 
 def protocol() -> str:
-    """MMLongBench's protocol, from ``$MMLB_PROTOCOL`` (default: ``mmlbdata.protocol.DEFAULT``)."""
-    from ..protocol import DEFAULT
+    """MMLongBench's protocol, from ``$MMLB_PROTOCOL`` (default: ``mmlbdata.official.protocol.DEFAULT``)."""
+    from mmlbdata.official.protocol import DEFAULT
 
     return os.environ.get("MMLB_PROTOCOL", "").strip() or DEFAULT
 
@@ -174,7 +174,7 @@ def aggregate_stderr(items: list[dict]) -> float:
     metric = _own_aggregate(items)
     if metric is None:  # the aggregate is the mean: its analytic standard error
         return _sample_stddev([i["score"] for i in items]) / math.sqrt(len(items))
-    from mmlbdata.seeding import stable_seed
+    from mmlbdata.core.seeding import stable_seed
 
     rng = random.Random(stable_seed("lmms-eval stderr", len(items)))
     boots = [_metric_aggregate(metric, rng.choices(items, k=len(items))) for _ in range(BOOTSTRAP_ITERS)]

@@ -31,18 +31,18 @@ import re
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ..paths import resolve_inside
-from ..sources import mmlb_release as release
-from ..sources.docqa import LONG_FORMAT
-from ..tokens import IMAGE_PLACEHOLDER
-from ..writer import read_manifest
-from . import content_name, image_extension, iter_rows, selected_configs, write_image
+from mmlbdata.core.paths import resolve_inside
+from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
+from mmlbdata.dataset.writer import read_manifest
+from mmlbdata.exports import content_name, image_extension, iter_rows, selected_configs, write_image
+from mmlbdata.sources import mmlb_release as release
+from mmlbdata.sources.docqa import LONG_FORMAT
 
 logger = logging.getLogger("mmlbdata")
 
 #: family -> the release's folder for it (datasets the release does not name)
 CATEGORY = {"vh": "NIAH", "mmniah": "NIAH", "vrag": "vrag", "icl": "ICL", "summ": "summ", "docvqa": "documentQA"}
-# the page id is there under MMLongBench protocol v1.0 only (mmlbdata.protocol)
+# the page id is there under MMLongBench protocol v1.0 only (mmlbdata.official.protocol)
 PAGE_ITEM = re.compile(r"Document (.{0,15}?)(?: \(page ([^)]*)\))?: " + re.escape(IMAGE_PLACEHOLDER) + r"$", re.DOTALL)
 PAGE_LABEL = re.compile(r" \(page [^)]*\)(?=: " + re.escape(IMAGE_PLACEHOLDER) + ")")
 CHOICES = re.compile(r"(\n[A-Z]\. " + re.escape(IMAGE_PLACEHOLDER) + r")+$")

@@ -19,8 +19,8 @@ import json
 from pathlib import Path
 from typing import Optional, Sequence
 
-from . import content_name, iter_rows, selected_configs, write_image
-from .vlmevalkit_dataset import LISTING
+from mmlbdata.exports import content_name, iter_rows, selected_configs, write_image
+from mmlbdata.exports.vlmevalkit_dataset import LISTING
 
 TEXT_COLUMNS = ["question", "answer", "category", "id", "answers", "metric", "length", "num_tokens", "meta"]
 

@@ -24,7 +24,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Optional
 
-from ..tokens import IMAGE_PLACEHOLDER
+from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
 
 CLASS_NAME = "MMLBDataset"
 LISTING = "mmlb_vlmevalkit.json"  # the configs an export folder holds (written by export_tsv)
@@ -106,7 +106,7 @@ def _by_category(rows: list[dict]) -> dict[str, tuple[list[dict], dict[str, dict
 def score_rows(rows: list[dict]) -> list[dict]:
     """One line per (category, metric): ``n`` and the metric's own aggregate ``score``, scored by
     ``mmlb eval``'s own :func:`~mmlbdata.evaluation.evaluate.evaluate_config` (one scoring path)."""
-    from ..evaluation.evaluate import evaluate_config
+    from mmlbdata.evaluation.evaluate import evaluate_config
 
     table = []
     for category, (examples, predictions) in sorted(_by_category(rows).items()):

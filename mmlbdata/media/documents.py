@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, Sequence
 
-from . import pdf
+from mmlbdata.media import pdf
 
 
 def max_pages_option(builder) -> int | None:
@@ -61,7 +61,7 @@ class ImageDocument:
 
     def sizes(self) -> list[tuple[int, int]]:
         if self._sizes is None:
-            from mmlbdata.store import inspect_image  # header size + truncation check, no decode
+            from mmlbdata.core.store import inspect_image  # header size + truncation check, no decode
 
             refs = [inspect_image(path) for path in self.paths]
             self._sizes = [(ref.width, ref.height) for ref in refs]
@@ -88,7 +88,7 @@ class ScaledImageDocument:
 
     def sizes(self) -> list[tuple[int, int]]:
         if self._sizes is None:
-            from mmlbdata.store import inspect_image
+            from mmlbdata.core.store import inspect_image
 
             self._sizes = [self._scaled(inspect_image(path)) for path in self.paths]
         return self._sizes
@@ -100,7 +100,7 @@ class ScaledImageDocument:
         return [self._image(store, i) for i in page_indices]
 
     def _image(self, store, index: int):
-        from mmlbdata.store import file_sha256
+        from mmlbdata.core.store import file_sha256
 
         path = self.paths[index]
         size = self.sizes()[index]
@@ -124,7 +124,7 @@ def _resized_png(path: Path, size: tuple[int, int]) -> bytes:
 class DocCorpus:
     """The documents of one source by id: page sizes on first use, broken documents reported once.
 
-    Used as the ``num_pages`` mapping of :func:`mmlbdata.docpack.select_pages` (a broken or absent
+    Used as the ``num_pages`` mapping of :func:`mmlbdata.dataset.docpack.select_pages` (a broken or absent
     document has 0 pages, so it is never drawn as padding), and to fetch the images of a page list
     spanning several documents.
     """

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ..extras import MissingExtraError, require
+from mmlbdata.core.extras import MissingExtraError, require
 
 __all__ = ["VideoRequest", "DownloadReport", "parse_requests", "format_selector",
            "download_videos", "main"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Sequence, Union
 
-from .subtitles import Cue
+from mmlbdata.media.subtitles import Cue
 
 Item = Union[int, str]  # int: index into the sampled frames; str: a subtitle line
 

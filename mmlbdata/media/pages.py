@@ -37,7 +37,7 @@ from itertools import accumulate
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
-    from mmlbdata.store import ImageRef, ImageStore
+    from mmlbdata.core.store import ImageRef, ImageStore
 
 DEFAULT_PPI = 92.9
 POINTS_PER_INCH = 72.0

@@ -19,7 +19,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
-from ..parallel import map_units, units_on_ray
+from mmlbdata.core.parallel import map_units, units_on_ray
 
 if TYPE_CHECKING:  # pragma: no cover
     import pymupdf as fitz
@@ -143,8 +143,8 @@ def _render(doc, path, page_index: int, dpi: int) -> bytes:
 
 def _check_limits(path, page_index: int, width: int, height: int) -> None:
     """A page is an image too: one whose pixmap would be a decompression bomb (a 200-inch page)
-    or too thin is refused before MuPDF allocates it (the store's limits, see mmlbdata.store)."""
-    from ..store import BadImageError, ImageLimits
+    or too thin is refused before MuPDF allocates it (the store's limits, see mmlbdata.core.store)."""
+    from mmlbdata.core.store import BadImageError, ImageLimits
 
     try:
         ImageLimits.from_env().check(path, width, height)
@@ -160,7 +160,7 @@ def render_page_png(path: str | os.PathLike, page_index: int, dpi: int = DEFAULT
 
 def pdf_sha256(path: str | os.PathLike) -> str:
     """Content hash of a PDF (the store's memoised file hash): page keys do not depend on paths."""
-    from mmlbdata.store import file_sha256
+    from mmlbdata.core.store import file_sha256
 
     return file_sha256(path)
 

@@ -18,7 +18,7 @@ as little work as possible:
   :class:`CellCache` each *source* is decoded and resized once per build, however many grids
   use it.
 * :func:`stitch_many` spreads grids over worker processes (Ray tasks under the Ray executor,
-  :mod:`mmlbdata.parallel`) and yields results in input order.
+  :mod:`mmlbdata.core.parallel`) and yields results in input order.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from typing import Iterable, Iterator, Sequence
 
 from PIL import Image
 
-from ..parallel import map_units
+from mmlbdata.core.parallel import map_units
 
 CELL = 256
 QUALITY = 90
@@ -79,7 +79,7 @@ class CellCache:
     QUALITY = 95
 
     def __init__(self, root: str | os.PathLike, cell: int = CELL, draft_min: float | None = DRAFT_MIN):
-        from mmlbdata.store import ImageStore
+        from mmlbdata.core.store import ImageStore
 
         self.store, self.cell, self.draft_min = ImageStore(root), cell, draft_min
 

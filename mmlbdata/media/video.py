@@ -23,8 +23,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from mmlbdata.extras import require
-from mmlbdata.store import file_sha256
+from mmlbdata.core.extras import require
+from mmlbdata.core.store import file_sha256
 
 __all__ = [
     "VideoError",

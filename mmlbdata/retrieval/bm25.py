@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..extras import require
-from .corpus import Corpus, atomic_folder, default_cache_dir
+from mmlbdata.core.extras import require
+from mmlbdata.retrieval.corpus import Corpus, atomic_folder, default_cache_dir
 
 BM25_FEATURE = "BM25 retrieval (visual RAG)"
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .bm25 import passage_document
-from ..extras import require
-from .corpus import Corpus, atomic_folder, default_cache_dir
+from mmlbdata.core.extras import require
+from mmlbdata.retrieval.bm25 import passage_document
+from mmlbdata.retrieval.corpus import Corpus, atomic_folder, default_cache_dir
 
 DEFAULT_MODEL = "Alibaba-NLP/gte-large-en-v1.5"
 # Models whose code lives in their Hub repository (gte v1.5 ships its own architecture).

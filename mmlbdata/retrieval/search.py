@@ -10,10 +10,9 @@ import string
 from pathlib import Path
 from typing import Iterable
 
-
-from .bm25 import BM25Index
-from .corpus import Corpus, default_cache_dir
-from .dense import DEFAULT_MODEL, DenseEncoder, DenseIndex, Reranker
+from mmlbdata.retrieval.bm25 import BM25Index
+from mmlbdata.retrieval.corpus import Corpus, default_cache_dir
+from mmlbdata.retrieval.dense import DEFAULT_MODEL, DenseEncoder, DenseIndex, Reranker
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT_TO_SPACE = str.maketrans({c: " " for c in string.punctuation})

@@ -28,12 +28,12 @@ class BackendOptions:
 def make_backend(opts: BackendOptions):
     """The backend ``opts`` names; ValueError for an incomplete choice (openai without a URL)."""
     if opts.backend == "hf":
-        from .hf import HFBackend
+        from mmlbdata.runner.hf import HFBackend
 
         return HFBackend(opts.model, device=opts.device, dtype=opts.dtype,
                          trust_remote_code=opts.trust_remote_code)
     if opts.backend == "vllm":
-        from .vllm import VLLMBackend
+        from mmlbdata.runner.vllm import VLLMBackend
 
         kwargs = {"tensor_parallel_size": opts.tensor_parallel_size, "trust_remote_code": opts.trust_remote_code,
                   "limit_mm_per_prompt": {"image": opts.max_images or VLLM_DEFAULT_IMAGES}}
@@ -42,7 +42,7 @@ def make_backend(opts: BackendOptions):
         return VLLMBackend(opts.model, **kwargs)
     if opts.backend != "openai":
         raise ValueError(f"unknown backend {opts.backend!r} (hf, vllm, openai)")
-    from .vllm import OpenAIServerBackend
+    from mmlbdata.runner.vllm import OpenAIServerBackend
 
     if not opts.base_url:
         raise ValueError("--backend openai needs --base-url")

@@ -18,9 +18,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional, Protocol, Sequence
 
-from .chat import answer_prefix_for, max_new_tokens_for, text_context, to_content
-from .pipeline import (STAGES, Batch, BatchProfile, batches, gpu_peak_memory, prefetched, prepare_batch,
-                       stage)
+from mmlbdata.runner.chat import answer_prefix_for, max_new_tokens_for, text_context, to_content
+from mmlbdata.runner.pipeline import (
+    STAGES,
+    Batch,
+    BatchProfile,
+    batches,
+    gpu_peak_memory,
+    prefetched,
+    prepare_batch,
+    stage,
+)
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +117,7 @@ def iter_examples(data_dir: str | Path, config: str) -> Iterator[dict]:
         # decode(False), not cast_column: streaming from the Hub, load_dataset adds a threaded
         # decoding step that a cast does not undo (the rows would hold PIL images)
         ds = ds.decode(False)
-    from ..prefetch import with_image_bytes  # files layout: each image a file (a request on the Hub)
+    from mmlbdata.runner.prefetch import with_image_bytes  # files layout: each image a file (a request on the Hub)
 
     yield from with_image_bytes(ds)
 

@@ -16,10 +16,10 @@ import threading
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..extras import require
-from .chat import to_pil
-from .core import Generation, Request
-from .pipeline import BatchProfile, stage
+from mmlbdata.core.extras import require
+from mmlbdata.runner.chat import to_pil
+from mmlbdata.runner.core import Generation, Request
+from mmlbdata.runner.pipeline import BatchProfile, stage
 
 log = logging.getLogger(__name__)
 

@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from ..raycluster import connect
-from .backends import BackendOptions, make_backend
-from .core import PREDICTION_FIELDS, RunStats, done_ids, generate_batch, make_request, write_prediction
-from .pipeline import STAGES, batches, gpu_peak_memory, prepare_batch
+from mmlbdata.core.raycluster import connect
+from mmlbdata.runner.backends import BackendOptions, make_backend
+from mmlbdata.runner.core import PREDICTION_FIELDS, RunStats, done_ids, generate_batch, make_request, write_prediction
+from mmlbdata.runner.pipeline import STAGES, batches, gpu_peak_memory, prepare_batch
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +73,8 @@ def _hub_filesystem():
 def config_shards(data: str | os.PathLike, config: str) -> tuple[list[str], object]:
     """The config's parquet shards in order and the pyarrow filesystem they live on: a built
     folder (``data/<config>/test-*.parquet``) or, when ``data`` is no folder, a Hub dataset repo."""
-    from ..stats import shard_files
-    from ..writer import metadata_filename
+    from mmlbdata.dataset.stats import shard_files
+    from mmlbdata.dataset.writer import metadata_filename
 
     if Path(data).is_dir():
         files = [str(p) for p in shard_files(Path(data).resolve(), config)]  # workers' cwd may differ
@@ -115,7 +115,7 @@ def _keep_rows(table, config: str, wanted: list[str], root: Optional[str] = None
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from ..stats import IMAGE_FILES_COLUMN
+    from mmlbdata.dataset.stats import IMAGE_FILES_COLUMN
 
     table = table.filter(pc.is_in(pc.cast(table.column("id"), pa.string()), value_set=pa.array(wanted, pa.string())))
     if root is not None:
@@ -202,7 +202,7 @@ def pending_dataset(data, configs: Sequence[str], out: Path, limit: Optional[int
     """One Ray dataset of every config's pending rows, and how many there are."""
     import ray.data
 
-    from ..stats import IMAGE_FILES_COLUMN, is_files_layout
+    from mmlbdata.dataset.stats import IMAGE_FILES_COLUMN, is_files_layout
 
     parts, total = [], 0
     for config in dict.fromkeys(configs):  # a config named twice is read once

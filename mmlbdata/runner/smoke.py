@@ -23,7 +23,7 @@ def write_built(root: Path, configs: dict[str, list[dict]]) -> Path:
     README whose ``configs:`` YAML lets ``datasets.load_dataset(root, config)`` find them."""
     import datasets
 
-    from mmlbdata.schema import FEATURES as features
+    from mmlbdata.core.schema import FEATURES as features
 
     yaml = ["---", "configs:"]
     for name, rows in configs.items():

@@ -29,8 +29,13 @@ def build_tiny_vlm(out_dir: str | Path, hidden: int = 32, layers: int = 2, image
     ``out_dir``; loadable with ``AutoModelForImageTextToText``/``AutoProcessor``."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import (CLIPImageProcessor, LlavaConfig, LlavaForConditionalGeneration,
-                              LlavaProcessor, PreTrainedTokenizerFast)
+    from transformers import (
+        CLIPImageProcessor,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+        PreTrainedTokenizerFast,
+    )
 
     out_dir = Path(out_dir)
     tok = Tokenizer(models.BPE())

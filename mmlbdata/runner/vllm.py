@@ -12,10 +12,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..extras import require
-from .chat import openai_messages
-from .core import Generation, Request
-from .pipeline import BatchProfile, stage
+from mmlbdata.core.extras import require
+from mmlbdata.runner.chat import openai_messages
+from mmlbdata.runner.core import Generation, Request
+from mmlbdata.runner.pipeline import BatchProfile, stage
 
 
 @dataclass

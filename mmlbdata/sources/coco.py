@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from ..report import BuildReport
-from ..store import BadImageError, ImageRef, ImageStore
+from mmlbdata.core.report import BuildReport
+from mmlbdata.core.store import BadImageError, ImageRef, ImageStore
 
 LAYOUT = "COCO release folder: annotations/instances_<split>.json + <split>/*.jpg (e.g. val2017/)"
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..report import BuildReport
-from ..store import BadImageError, ImageRef, ImageStore
-from .coco import annotation_files, load_json, missing_lists, unique_images
+from mmlbdata.core.report import BuildReport
+from mmlbdata.core.store import BadImageError, ImageRef, ImageStore
+from mmlbdata.sources.coco import annotation_files, load_json, missing_lists, unique_images
 
 LAYOUT = "COCO release folder: annotations/captions_<split>.json + <split>/*.jpg (e.g. val2014/)"
 

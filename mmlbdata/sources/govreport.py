@@ -14,7 +14,7 @@ structured summary: "Why GAO Did This Study", "What GAO Found", "What GAO Recomm
 The release has no PDFs; MMLongBench renders GAO's published report PDF. They live next to the
 records as ``pdfs/<doc_id>.pdf`` with ``doc_id`` the lower-case product number (``gao-12-604``),
 the name GAO itself uses under ``https://www.gao.gov/assets/``; :func:`pdf_specs` +
-:func:`mmlbdata.download.download_all` fetch them.
+:func:`mmlbdata.sources.download.download_all` fetch them.
 
 The PDF's front "Highlights" page(s) print that very summary, so they are found with PyMuPDF
 text search (:func:`find_highlights_pages`) and removed by the builder.
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
-from mmlbdata.download import FileSpec
+from mmlbdata.sources.download import FileSpec
 
 log = logging.getLogger(__name__)
 

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..report import BuildReport
-from ..seeding import rng as seeded_rng
-from ..store import BadImageError, ImageRef, ImageStore
+from mmlbdata.core.report import BuildReport
+from mmlbdata.core.seeding import rng as seeded_rng
+from mmlbdata.core.store import BadImageError, ImageRef, ImageStore
 
 IMAGE_EXTS = {".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif"}
 TEST_SPLITS = ("test", "val", "validation")

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
 
-from ..report import BuildReport
-from ..store import BadImageError, ImageRef, ImageStore
-from .records import read_jsonl_reported
+from mmlbdata.core.report import BuildReport
+from mmlbdata.core.store import BadImageError, ImageRef, ImageStore
+from mmlbdata.sources.records import read_jsonl_reported
 
 LAYOUT = ("InfoSeek release: infoseek_<split>.jsonl + infoseek_<split>_withkb.jsonl, and OVEN images "
           "<image_id>.jpg (flat, in images/ or oven_images/, or in two-digit folders)")

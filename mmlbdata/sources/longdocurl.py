@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from ..paths import is_inside
-from .docqa import SHORT_FORMAT, DocQuestion, record_problem
-from .records import BadRecord, read_jsonl
+from mmlbdata.core.paths import is_inside
+from mmlbdata.sources.docqa import SHORT_FORMAT, DocQuestion, record_problem
+from mmlbdata.sources.records import BadRecord, read_jsonl
 
 QA_FILE = "LongDocURL.jsonl"
 PAGES_DIR = "pdf_pngs"

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
 
-from ..paths import UnsafePathError, resolve_inside
+from mmlbdata.core.paths import UnsafePathError, resolve_inside
 
 __all__ = ["LAYOUT", "ANNOTATION_FILES", "LVBRow", "LVBRecordError", "parse_row",
            "read_annotations", "annotation_path", "release_file"]

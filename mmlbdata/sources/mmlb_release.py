@@ -34,16 +34,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from .. import prompts
+from mmlbdata.core.report import BuildReport
+from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
+from mmlbdata.official import mmlongbench_prompts as prompts
+from mmlbdata.official import protocol as protocols
+
 # the templates, re-exported: readers of the release (exports/mmlongbench.py) name them from here
-from ..prompts import (ANSWER_LINE, ANSWER_PREFIX, DOC_QUESTION, ICL_ITEM, PAGE, PASSAGE, TEXT_PAGE,  # noqa: F401
-                       TEMPLATE_OF, TEMPLATES)
-from .. import protocol as protocols
-from ..report import BuildReport
-from ..tokens import IMAGE_PLACEHOLDER
-from .lineschema import Problem, problem
-from .mmlb_release_lines import ICL_DOMAIN, ICL_TEST, LINE_SCHEMAS
-from .records import read_jsonl_reported, unencodable
+from mmlbdata.official.mmlongbench_prompts import (  # noqa: F401
+    ANSWER_LINE,
+    ANSWER_PREFIX,
+    DOC_QUESTION,
+    ICL_ITEM,
+    PAGE,
+    PASSAGE,
+    TEMPLATE_OF,
+    TEMPLATES,
+    TEXT_PAGE,
+)
+from mmlbdata.sources.lineschema import Problem, problem
+from mmlbdata.sources.mmlb_release_lines import ICL_DOMAIN, ICL_TEST, LINE_SCHEMAS
+from mmlbdata.sources.records import read_jsonl_reported, unencodable
 
 SOURCE_KEY = "mmlb_release"
 LAYOUT = ("MMLongBench release: mmlb_data/{vrag,NIAH,ICL,summ,documentQA}/<files as in the official "
@@ -51,7 +61,7 @@ LAYOUT = ("MMLongBench release: mmlb_data/{vrag,NIAH,ICL,summ,documentQA}/<files
 RELEASE_ONLY_LENGTH = 4096  # generate_configs.py's "4k": released, but no recipe here builds it
 OFFICIAL_SEED = 42  # arguments.py --seed default; eval.py calls set_seed(args.seed) before each load
 
-# The templates are data.py's, held once in mmlbdata.prompts: every row below is assembled with its
+# The templates are data.py's, held once in mmlbdata.official.mmlongbench_prompts: every row below is assembled with its
 # helpers (render, passage, page_item, doc_page_item, text_page_item, doc_question, icl_item,
 # image_choices, vh_context), the ones the recipes build their rows with.
 
@@ -285,7 +295,7 @@ def gold(kind: str, record: dict) -> tuple[list[str], dict]:
     return answers_of(answer), {}
 
 
-#: loaders whose prompt depends on the protocol (mmlbdata.protocol)
+#: loaders whose prompt depends on the protocol (mmlbdata.official.protocol)
 BY_PROTOCOL = {"docqa"}
 
 
@@ -387,7 +397,7 @@ def read_release_file(path: Path, kind: str, report: BuildReport, *, paper: Opti
     """(line number, row) of one JSON-lines release file; malformed records reported and skipped.
 
     ``paper``: the official ``max_test_samples`` draw instead of every row; ``protocol``: the
-    MMLongBench protocol whose loader is followed (``mmlbdata.protocol``, default v1.1).
+    MMLongBench protocol whose loader is followed (``mmlbdata.official.protocol``, default v1.1).
     """
     selection = ReleaseFile("", "", kind, 0).selection
     lines: Optional[list[int]] = None

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 
-from .lineschema import NULL, Field, Rule, Schema
+from mmlbdata.sources.lineschema import NULL, Field, Rule, Schema
 
 STRING = Field((str,))
 IMAGE = Field((str,))

@@ -36,12 +36,12 @@ import re
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from ..report import BuildReport
-from ..tokens import IMAGE_PLACEHOLDER
-from . import mmlb_release as release
-from .lineschema import Schema, problem
-from .mmlb_release_lines import ICL_TEST, LINE_SCHEMAS
-from .records import _first_undecodable, lone_surrogate
+from mmlbdata.core.report import BuildReport
+from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
+from mmlbdata.sources import mmlb_release as release
+from mmlbdata.sources.lineschema import Schema, problem
+from mmlbdata.sources.mmlb_release_lines import ICL_TEST, LINE_SCHEMAS
+from mmlbdata.sources.records import _first_undecodable, lone_surrogate
 
 SOURCE_KEY = "mmlb_release_tsv"
 LAYOUT = ("MMLongBench's VLMEvalKit release: MMLongBench_{32K,128K,256K,512K}.tsv (at the root or under "
@@ -71,7 +71,7 @@ DATASET_OF: dict[tuple[str, str], str] = {
 }
 TSV_DATASETS = frozenset(DATASET_OF.values())  # the ablation sets (triviaqa, occ_vrag, text_doc) are not in it
 TSV_IMAGE_TOKEN = "<image token>"
-#: the protocol (mmlbdata.protocol) of the TSVs' prompts: build_mmlongbench_tsv.py assembles documentQA as
+#: the protocol (mmlbdata.official.protocol) of the TSVs' prompts: build_mmlongbench_tsv.py assembles documentQA as
 #: data.py 22b9f27 does (``Document {doc_id:.15}: <image token>``, no page ids); the other tasks' prompts
 #: are the same under both protocols
 TSV_PROTOCOL = "v1.1"

@@ -16,10 +16,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..paths import is_inside
-from .docqa import (NOT_ANSWERABLE, DocQuestion, correct_answer, literal, parse_int_list,
-                    parse_str_list)
-from .records import BadRecord
+from mmlbdata.core.paths import is_inside
+from mmlbdata.sources.docqa import NOT_ANSWERABLE, DocQuestion, correct_answer, literal, parse_int_list, parse_str_list
+from mmlbdata.sources.records import BadRecord
 
 SAMPLES_FILE = "samples.json"
 DOCUMENTS_DIR = "documents"

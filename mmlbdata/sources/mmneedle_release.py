@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..report import BuildReport
-from .lineschema import Field, Rule, Schema, problem
+from mmlbdata.core.report import BuildReport
+from mmlbdata.sources.lineschema import Field, Rule, Schema, problem
 
 SOURCE_KEY = "mmneedle_release"
 LAYOUT = ("MMNeedle release (Wang-ML-Lab/MMNeedle): images_stitched/<N>_<N>/*.jpg + metadata_stitched/"

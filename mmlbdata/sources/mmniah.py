@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Protocol
 
-from ..store import checked_source_path
+from mmlbdata.core.store import checked_source_path
 
 IMAGE = "<image>"
 DOC_SEP = "</s>"
@@ -31,7 +31,7 @@ TASKS = ("retrieval", "counting", "reasoning")
 MODALITIES = ("text", "image")
 
 
-class _Report(Protocol):  # mmlbdata.report.BuildReport
+class _Report(Protocol):  # mmlbdata.core.report.BuildReport
     def skip(self, file, record, reason) -> None: ...
 
 

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
-from mmlbdata.download import FileSpec, hub_spec
-from mmlbdata.paths import UnsafePathError
-from mmlbdata.sources.records import BadRecord, read_jsonl
+from mmlbdata.core.paths import UnsafePathError
+from mmlbdata.sources.download import FileSpec, hub_spec
 from mmlbdata.sources.jsonstream import iter_object_items
+from mmlbdata.sources.records import BadRecord, read_jsonl
 
 log = logging.getLogger(__name__)
 

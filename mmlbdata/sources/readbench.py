@@ -3,7 +3,7 @@
 Each reader takes either a local folder holding the Hub dataset's files (as downloaded with
 ``hf download --repo-type dataset``) or ``None`` to read the Hub with ``datasets``.
 They yield plain records; what is rendered and how the prompt looks is the builder's business
-(``mmlbdata/readbench_prompts.py`` holds the prompts). Which records a config builds is decided
+(``mmlbdata/official/readbench_prompts.py`` holds the prompts). Which records a config builds is decided
 here too (the "selection" section at the end): ReadBench's per-group ``Random(42)`` draw and the
 replay of its ``downsampler.py``.
 
@@ -37,11 +37,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
-from mmlbdata.paths import is_inside
-from mmlbdata.report import BuildReport
+from mmlbdata.core.paths import is_inside
+from mmlbdata.core.report import BuildReport
+from mmlbdata.official.readbench_prompts import LETTERS
 from mmlbdata.sources.records import read_jsonl_reported
 
-LETTERS = "ABCDEFGHIJKLMNOP"
 ROW_SUFFIXES = (".parquet", ".jsonl", ".json", ".csv", ".arrow")
 
 HUB = {

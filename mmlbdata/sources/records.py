@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..report import BuildReport
+from mmlbdata.core.report import BuildReport
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Iterator
 from urllib.parse import urlparse
 
-from ..paths import UnsafePathError, is_inside, resolve_inside
-from .docqa import DocQuestion, literal, record_problem
-from .records import BadRecord, read_jsonl
+from mmlbdata.core.paths import UnsafePathError, is_inside, resolve_inside
+from mmlbdata.sources.docqa import DocQuestion, literal, record_problem
+from mmlbdata.sources.records import BadRecord, read_jsonl
 
 SPLITS = ("train", "dev", "test")
 REQUIRED = ("deck_name", "image_urls", "qa_id", "question", "answer", "evidence_pages")

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
 
-from ..report import BuildReport
-from ..store import BadImageError, ImageRef, ImageStore, checked_source_path
+from mmlbdata.core.report import BuildReport
+from mmlbdata.core.store import BadImageError, ImageRef, ImageStore, checked_source_path
 
 LAYOUT = ("Visual Haystacks release folder: visual_haystack_<N>.json files (any depth; e.g. "
           "VHs_qa/single_needle/VHs_large/), image paths relative to the COCO 2017 root given as 'coco'")

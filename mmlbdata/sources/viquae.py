@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from ..report import BuildReport
-from ..store import ImageRef, ImageStore
-from .infoseek import checked_image, find_release_file
-from .records import read_jsonl_reported
+from mmlbdata.core.report import BuildReport
+from mmlbdata.core.store import ImageRef, ImageStore
+from mmlbdata.sources.infoseek import checked_image, find_release_file
+from mmlbdata.sources.records import read_jsonl_reported
 
 LAYOUT = "ViQuAE release: <split>.jsonl (viquae_dataset) + images/<image file name>"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 import json
 from typing import Callable
 
-from .official import crash_is_zero
-from .registry import ScoreResult
-from ..parse import candidates
+from mmlbdata.evaluation.metrics.official import crash_is_zero
+from mmlbdata.evaluation.metrics.registry import ScoreResult
+from mmlbdata.evaluation.parse import candidates
 
 
 def golds(example: dict) -> list[str]:

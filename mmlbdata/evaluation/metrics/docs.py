@@ -12,12 +12,12 @@ from collections import defaultdict
 from math import isclose
 from typing import Sequence
 
-from . import official as off
-from .common import golds, meta_of, official_result
-from .registry import Metric, ScoreResult, mean, register
-from .. import parse
-from ..prompts import load_prompt
-from ...sources.docqa import SHORT_FORMAT
+from mmlbdata.evaluation import parse
+from mmlbdata.evaluation.metrics import official as off
+from mmlbdata.evaluation.metrics.common import golds, meta_of, official_result
+from mmlbdata.evaluation.metrics.registry import Metric, ScoreResult, mean, register
+from mmlbdata.evaluation.prompts import load_prompt
+from mmlbdata.sources.docqa import SHORT_FORMAT
 
 NOT_ANSWERABLE = "Not answerable"
 FAILED = "Failed to extract"

@@ -1,9 +1,9 @@
 """LongVideoBench: option letter accuracy, broken down by duration, category and level."""
 from __future__ import annotations
 
-from .common import golds
-from .registry import Metric, ScoreResult, register
-from .. import parse
+from mmlbdata.evaluation import parse
+from mmlbdata.evaluation.metrics.common import golds
+from mmlbdata.evaluation.metrics.registry import Metric, ScoreResult, register
 
 
 @register("lvb_mc")

@@ -8,22 +8,21 @@ base of ``summ.SummJudge``).
 """
 from __future__ import annotations
 
-import math
 import re
 from functools import cached_property
 from math import isclose
 
-from . import official as off
-from .common import best_of, golds, meta_of, official_result
-from .registry import Metric, ScoreResult, register
-from .. import parse
-from ...prompts import answer_prefix, doc_question
-from ...sources.docqa import LONG_FORMAT
+from mmlbdata.evaluation import parse
+from mmlbdata.evaluation.metrics import official as off
+from mmlbdata.evaluation.metrics.common import best_of, golds, meta_of, official_result
+from mmlbdata.evaluation.metrics.registry import Metric, ScoreResult, register
+from mmlbdata.official.mmlongbench_prompts import answer_prefix, doc_question
+from mmlbdata.sources.docqa import LONG_FORMAT
 
 
 class MMLongBenchMetric(Metric):
     """A metric of one of MMLongBench's ``data.py`` loaders (``loader``: the loader's kind in
-    :mod:`mmlbdata.prompts`, which holds its ``system_template``: ``Answer:``, ``label:``, ``Summary:``).
+    :mod:`mmlbdata.official.mmlongbench_prompts`, which holds its ``system_template``: ``Answer:``, ``label:``, ``Summary:``).
 
     Parity mode scores what the official runners score: :func:`official.runner_output`, the
     loader's system_template prepended to the output before any parse or raw-text score. That
@@ -43,7 +42,7 @@ class MMLongBenchMetric(Metric):
 
     @property
     def system_template(self) -> str:
-        """The loader's ``system_template`` (``mmlbdata.prompts``, held there once)."""
+        """The loader's ``system_template`` (``mmlbdata.official.mmlongbench_prompts``, held there once)."""
         return answer_prefix(self.loader)
 
     def scored_text(self, prediction):
@@ -209,16 +208,8 @@ def count_gold(text: str) -> list[int]:
 #: the cleaning and exact-match rules are MMLongBench's own in both parities (no bug to fix)
 docqa_clean = off.docqa_clean
 needs_exact_match = off.docqa_needs_em
-
-
-def _str_type(s: str) -> str:
-    try:
-        value = float(docqa_clean(s))
-    except ValueError:
-        return "String"
-    if not math.isfinite(value):  # "inf"/"nan" are words here, not numbers (int() would raise)
-        return "String"
-    return "Integer" if value == int(value) and "%" not in s else "Float"
+# utils.py get_str_type: the same answer in both modes (inf, nan and words are String)
+str_type = off.docqa_str_type
 
 
 def _float_equal(gold: float, pred: float) -> bool:
@@ -247,7 +238,7 @@ def docqa_score(gold, pred: str, answer_format: str) -> float:
             return float(gold in pred)
         return parse.token_f1(pred, gold)[0]
     items = parse.as_list(gold)
-    merge = [isinstance(i, str) and _str_type(i) == "String" and not needs_exact_match(i) for i in items]
+    merge = [isinstance(i, str) and str_type(i) == "String" and not needs_exact_match(i) for i in items]
     merged = " ".join(i for i, m in zip(items, merge) if m).strip()
     if merged:
         items = [merged] + [i for i, m in zip(items, merge) if not m]
@@ -255,7 +246,7 @@ def docqa_score(gold, pred: str, answer_format: str) -> float:
         return 0.0
     scores = []
     for item in items:
-        kind = "Integer" if isinstance(item, int) else "Float" if isinstance(item, float) else _str_type(str(item))
+        kind = "Integer" if isinstance(item, int) else "Float" if isinstance(item, float) else str_type(str(item))
         scores.append(docqa_score(item, pred, kind))
     return sum(scores) / len(items)
 
@@ -307,7 +298,7 @@ class DocQA(MMLongBenchMetric):
     def judge_prompts(self):
         """The ``judge_prompts`` option as loaded :class:`JudgePrompts`, read once per metric (a
         path given to ``get_metric`` is not parsed again for every ``score`` call)."""
-        from .. import docqa_judge as dj
+        from mmlbdata.evaluation import docqa_judge as dj
 
         prompts = self.options.get("judge_prompts")
         if prompts is None:
@@ -318,7 +309,7 @@ class DocQA(MMLongBenchMetric):
 
     def judge_many(self, texts, examples) -> list[ScoreResult]:
         """One judge call per example (concurrent, cached by the judge client)."""
-        from .. import docqa_judge as dj
+        from mmlbdata.evaluation import docqa_judge as dj
 
         prompts = self.judge_prompts
         cases = [judge_case(t, e, self.system_template, self.first_line) for t, e in zip(texts, examples)]
@@ -380,7 +371,7 @@ def judge_case(text: str, example: dict, prefix: str, first_line: bool) -> dict:
 def judged_result(reply, case: dict, official: bool) -> ScoreResult:
     """One judge reply -> the score (official: utils.py's value, crashes as 0 with the exception
     kept; default: a list F1 defined everywhere and a single score in [0, 1])."""
-    from .. import docqa_judge as dj
+    from mmlbdata.evaluation import docqa_judge as dj
 
     extra = {"judge_reply": reply}
     if reply is None:  # the call failed for good: the official call_api raises
@@ -412,7 +403,7 @@ class RougeL(MMLongBenchMetric):
 
     def score_text(self, text, example):
         if RougeL._scorer is None:
-            from ...extras import require
+            from mmlbdata.core.extras import require
 
             rouge_scorer = require("rouge_score.rouge_scorer", "eval", "the rouge_l metric")
 

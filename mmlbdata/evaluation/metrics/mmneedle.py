@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from . import official as off
-from .common import golds, meta_of, official_result
-from .registry import Metric, ScoreResult, mean, register
-from .. import parse
+from mmlbdata.evaluation import parse
+from mmlbdata.evaluation.metrics import official as off
+from mmlbdata.evaluation.metrics.common import golds, meta_of, official_result
+from mmlbdata.evaluation.metrics.registry import Metric, ScoreResult, mean, register
 
 Needles = list[tuple[int, ...]]
 

@@ -16,7 +16,7 @@ from functools import wraps
 from math import isclose
 from typing import Callable
 
-from .. import parse
+from mmlbdata.evaluation import parse
 
 #: exceptions an official function may raise on hostile text (RecursionError: json's decoder on
 #: deeply nested brackets; MemoryError: Python's parser on some pathological literals)

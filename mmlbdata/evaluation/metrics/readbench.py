@@ -1,14 +1,13 @@
 """ReadBench's scorers: option letters (MMLU-Pro, MMLU-Redux, GPQA), BABILong, LongBench F1."""
 from __future__ import annotations
 
+import random
 import re
 
-import random
-
-from . import official as off
-from .common import golds, meta_of, official_result
-from .registry import Metric, ScoreResult, mean, register
-from .. import parse
+from mmlbdata.evaluation import parse
+from mmlbdata.evaluation.metrics import official as off
+from mmlbdata.evaluation.metrics.common import golds, meta_of, official_result
+from mmlbdata.evaluation.metrics.registry import Metric, ScoreResult, mean, register
 
 READBENCH_GROUPS = ("source", "subset", "category", "task", "length_bin")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
-from ... import protocol as protocols
+from mmlbdata.official import protocol as protocols
 
 _REGISTRY: dict[str, type["Metric"]] = {}
 
@@ -29,7 +29,7 @@ class ScoreResult:
 
 
 #: ``default``: this project's scorer (official bugs fixed, each difference in
-#: ``evaluation/deviations.py``); ``official``: what the benchmark's own code returns
+#: ``mmlbdata/official/deviations.py``); ``official``: what the benchmark's own code returns
 PARITIES = ("default", "official")
 
 
@@ -52,7 +52,7 @@ class Metric:
     def __init__(self, **options: Any) -> None:
         self.options = options
         self.parity = parity_of(options)
-        #: MMLongBench's protocol (``protocol`` option; mmlbdata.protocol): what parity mode reproduces
+        #: MMLongBench's protocol (``protocol`` option; mmlbdata.official.protocol): what parity mode reproduces
         self.protocol = protocols.of_options(options)
 
     @property

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 
-from . import official as off
-from .common import golds, meta_of
-from .mmlongbench import MMLongBenchMetric
-from .registry import ScoreResult, mean, register
-from .. import parse
-from ..prompts import load_prompt
+from mmlbdata.evaluation import parse
+from mmlbdata.evaluation.metrics import official as off
+from mmlbdata.evaluation.metrics.common import golds, meta_of
+from mmlbdata.evaluation.metrics.mmlongbench import MMLongBenchMetric
+from mmlbdata.evaluation.metrics.registry import ScoreResult, mean, register
+from mmlbdata.evaluation.prompts import load_prompt
 
 JUDGE_PARAMS = {"temperature": 0.1, "max_tokens": 4096}
 

@@ -1,0 +1,209 @@
+"""``mmlb build CONFIG... --source KEY=PATH --out DIR`` and ``mmlb build --all``."""
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+
+from mmlbdata.cli._common import absolute, key_value, parse_option_value, positive_int, tokenizer_or_message
+from mmlbdata.dataset.build import (
+    build_all,
+    build_configs,
+    run_locally,
+    select_configs,
+    sources_from_dir,
+    summary_table,
+)
+from mmlbdata.dataset.registry import UnknownConfigError
+from mmlbdata.official.protocol import PROTOCOLS
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "build", help="build configs into a dataset folder",
+        description="Build one or more configs from local copies of the original releases into a "
+                    "folder that datasets.load_dataset(folder, config) reads. Building into an existing "
+                    "folder adds or replaces those configs and keeps the others.",
+        epilog="examples: mmlb build vh_single_8k vh_multi_32k --source coco=/data/coco2017 --out mmlb\n"
+               "          mmlb build --all --benchmark mmlongbench --sources-dir /data/sources --out mmlb "
+               "--num-proc 4\n"
+               "          mmlb build vh_single_128k --source mmlb_release=/data/MMLongBench --option subset=paper "
+               "--out mmlb   (the official released examples; subset=paper: the sample the paper scored)",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("configs", nargs="*", metavar="CONFIG",
+                        help="config names (see `mmlb list`); with --all, optional shell patterns that "
+                             "filter the selection (e.g. 'vh_*')")
+    parser.add_argument("--all", action="store_true",
+                        help="build every config (of --benchmark / --family) whose sources are given; "
+                             "resumable: complete configs built with the same parameters are kept")
+    parser.add_argument("--benchmark", default=None,
+                        help="with --all: a benchmark of mmlbdata/dataset/cards/ (mmlongbench, mmneedle, mmlongbench_doc, "
+                             "readbench, longvideobench)")
+    parser.add_argument("--family", action="append", default=None, help="with --all: only these families")
+    parser.add_argument("--sources-dir", default=None, metavar="DIR",
+                        help="a folder with one subfolder per source key (DIR/coco, DIR/mmlongbench_doc ...)")
+    parser.add_argument("--fetch", action="store_true",
+                        help="first download what the selected configs need into --sources-dir "
+                             "(as `mmlb fetch --config ...`; parts already there are kept)")
+    parser.add_argument("--force", action="store_true", help="with --all: rebuild configs already complete")
+    parser.add_argument("--shard-size", default=None, metavar="SIZE",
+                        help="with --layout embedded: start a new parquet shard after SIZE bytes "
+                             "(e.g. 500MB; default 1GB)")
+    parser.add_argument("--layout", choices=["files", "embedded"], default="files",
+                        help="files (default): <config>.metadata.parquet + one copy of each image under "
+                             "images/<family>/, shared by every config; embedded: images inside the "
+                             "parquet rows (small self-contained configs)")
+    parser.add_argument("--source", action="append", type=key_value, default=[], metavar="KEY=PATH",
+                        help="a source release folder, e.g. coco=/data/coco2017 (repeatable; "
+                             "`mmlb list --sources` shows the keys)")
+    parser.add_argument("--out", required=True, help="output dataset folder")
+    parser.add_argument("--limit", type=positive_int, default=None, metavar="N",
+                        help="cap the number of source questions per config (N >= 1)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--num-proc", type=int, default=1, metavar="P",
+                        help="build up to P configs in parallel processes (capped at the CPUs available); "
+                             "with --executor ray: each config's units of work (videos, grids, pages) "
+                             "in flight as Ray tasks, about 2 x P")
+    parser.add_argument("--option", action="append", type=key_value, default=[], metavar="KEY=VALUE",
+                        help="recipe option, e.g. num_questions=50 (repeatable)")
+    parser.add_argument("--protocol", choices=sorted(PROTOCOLS, reverse=True), default=None,
+                        help="MMLongBench's prompts: v1.1 (default, the current official data.py: document-QA "
+                             "pages without page ids, ViQuAE release rows with a '\"' in an image path dropped) "
+                             "or v1.0 (the paper's); recorded in each manifest and the card")
+    parser.add_argument("--tokenizer", default=None, metavar="PATH",
+                        help="Llama-2 tokenizer.model (default: $MMLB_TOKENIZER or the HF cache)")
+    parser.add_argument("--cache-dir", default=None, metavar="DIR",
+                        help="image store for rendered/generated images (default: ~/.cache/mmlbdata)")
+    parser.add_argument("--executor", choices=["local", "ray"], default="local",
+                        help="ray: each config a Ray task on the cluster, and its videos, MMNeedle grids and PDF "
+                             "pages Ray tasks too (pip install 'mmlbdata[ray]'); "
+                             "sources, --out and --cache-dir must be paths every node sees")
+    parser.add_argument("--ray-address", default=None, metavar="ADDRESS",
+                        help="with --executor ray: the cluster (auto, ray://head:10001); default "
+                             "$RAY_ADDRESS or a new local Ray")
+    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    parser.set_defaults(func=run)
+
+
+def _exit_on_sigterm() -> None:
+    """``kill`` / ``timeout`` end a build like Ctrl-C does: the partial config and its lock go."""
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+
+
+def _executor(args: argparse.Namespace):
+    """The build's executor: local processes, or Ray's (imported only when asked for)."""
+    if args.executor != "ray":
+        return run_locally
+    from mmlbdata.dataset.ray_build import RayExecutor
+
+    return RayExecutor(args.ray_address)
+
+
+def run(args: argparse.Namespace) -> int:
+    _exit_on_sigterm()
+    if args.fetch and (args.all or args.configs) and fetch_first(args):
+        return 2
+    options = {k: parse_option_value(v) for k, v in args.option}
+    if args.protocol:  # the builders read it as the `protocol` option (mmlbdata.official.protocol)
+        options["protocol"] = args.protocol
+    store_root = f"{args.cache_dir}/store" if args.cache_dir else None
+    common = dict(seed=args.seed, limit=args.limit, options=options, store_root=store_root,
+                  tokenizer=args.tokenizer, progress=not args.no_progress, num_proc=args.num_proc,
+                  shard_bytes=parse_size(args.shard_size) if args.shard_size else None, layout=args.layout,
+                  executor=_executor(args))
+    if not args.all and not args.configs:
+        print("error: name configs to build, or use --all (see `mmlb list`)", file=sys.stderr)
+        return 2
+    if tokenizer_or_message(args.tokenizer):
+        return 2
+    try:
+        if args.all:
+            return run_all(args, common)
+        results = build_configs(args.configs, sources_from_dir(args.sources_dir, dict(args.source)),
+                                args.out, **common)
+    except UnknownConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return print_summary(results, args.out)
+
+
+def fetch_first(args: argparse.Namespace) -> int:
+    """``--fetch``: download the selected configs' sources; ready keys become ``--source`` paths."""
+    from mmlbdata.dataset.registry import families_for_configs
+    from mmlbdata.sources.fetch import FetchOptions, fetch_needed
+
+    if not args.sources_dir:
+        print("error: --fetch needs --sources-dir DIR (where the sources are downloaded)", file=sys.stderr)
+        return 2
+    try:
+        names = (select_configs(benchmark=args.benchmark, families=args.family, patterns=args.configs or None)
+                 if args.all else args.configs)
+        report, paths = fetch_needed(families_for_configs(names), args.sources_dir,
+                                     FetchOptions(progress=not args.no_progress))
+    except UnknownConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(report.summary(), file=sys.stderr)
+    args.source = [(k, str(v)) for k, v in paths.items()] + list(args.source)
+    return 0
+
+
+def run_all(args: argparse.Namespace, common: dict) -> int:
+    started = time.perf_counter()
+    names = select_configs(benchmark=args.benchmark, families=args.family, patterns=args.configs or None)
+    if not names:
+        print("error: no config matches the selection (see `mmlb list`)", file=sys.stderr)
+        return 2
+    sources = sources_from_dir(args.sources_dir, dict(args.source))
+    results = build_all(names, sources, args.out, force=args.force, **common)
+    print(summary_table(results, time.perf_counter() - started))
+    failed = [r for r in results if r.status == "failed"]
+    for r in failed:
+        print(f"failed {r.config}: {r.error}", file=sys.stderr)
+    unsourced = sum(r.status == "missing sources" for r in results)
+    if unsourced:  # one way forward, said once rather than per config
+        print(f"note: {unsourced} config(s) not built for lack of sources: give each key a folder under "
+              "--sources-dir (or --source KEY=PATH; keys and layouts: `mmlb list --sources`), or add "
+              "--fetch to download them first", file=sys.stderr)
+    return 1 if failed or not any(r.ok for r in results) else 0
+
+
+def parse_size(text: str) -> int:
+    """``500MB``, ``1GB``, ``1048576`` -> bytes (decimal units, as the Hub's max_shard_size)."""
+    units = {"KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "B": 1}
+    upper = text.strip().upper()
+    for unit, factor in units.items():
+        if upper.endswith(unit):
+            return int(float(upper[: -len(unit)]) * factor)
+    return int(upper)
+
+
+def print_summary(results, out: str) -> int:
+    built = [r for r in results if r.ok]
+    print(f"\n{'config':<36} {'rows':>6} {'images':>7} {'tokens(mean)':>12} {'fill':>6} {'skipped':>7}")
+    for r in results:
+        skipped = r.report.get("num_skipped", 0)
+        if r.ok:
+            s = r.stats
+            print(f"{r.config:<36} {s.num_rows:>6} {s.num_images:>7} {s.tokens_mean:>12.0f} "
+                  f"{'-' if s.fill_ratio is None else f'{s.fill_ratio:.3f}':>6} {skipped:>7}")
+        else:
+            print(f"{r.config:<36} FAILED: {r.error}")
+        for item in r.report.get("skipped", [])[:10]:
+            where = f"{item['file']} [{item['record']}]" if item["record"] else item["file"]
+            print(f"    skipped {where}: {item['reason']}", file=sys.stderr)
+        if skipped > 10:
+            where = f"in {out}/manifests/{r.config}.json" if r.ok else "(the build failed: no manifest written)"
+            print(f"    ... {skipped - 10} more skipped records {where}", file=sys.stderr)
+        for note in r.report.get("notes", []):
+            print(f"    note: {note}", file=sys.stderr)
+    if built:
+        print(f"\nload with: datasets.load_dataset({absolute(out)!r}, {built[0].config!r}, split='test')")
+    failed = [r.config for r in results if not r.ok]
+    if failed:
+        print(f"error: {len(failed)} of {len(results)} config(s) failed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0

@@ -1,0 +1,136 @@
+"""``mmlb eval PREDICTIONS --data DIR --config NAME --out DIR``: score predictions."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+from mmlbdata.cli._common import absolute
+from mmlbdata.core.extras import MissingExtraError
+from mmlbdata.official.protocol import DEFAULT as DEFAULT_PROTOCOL
+from mmlbdata.official.protocol import PROTOCOLS
+
+log = logging.getLogger(__name__)
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("eval", help="score a predictions JSONL against a built dataset",
+                              description=__doc__)
+    p.add_argument("predictions", help="JSONL: {id, config, prediction} per line")
+    p.add_argument("--data", required=True, help="built dataset folder (README configs + data/<config>/)")
+    p.add_argument("--config", action="append", default=None,
+                   help="config to score (repeatable; default: every config named in the predictions)")
+    p.add_argument("--out", required=True, help="folder for report.json and scores.png")
+    p.add_argument("--extractor", choices=["judge", "none"], default="judge",
+                   help="MMLongBench-Doc/LongDocURL answer extraction and MMLongBench v1.1's document-QA "
+                        "judge: an LLM via the judge client, or none (extracted answers; rule-based doc QA)")
+    p.add_argument("--judge-model", default=None, help="judge model (env MMLB_JUDGE_MODEL)")
+    p.add_argument("--judge-base-url", default=None, help="OpenAI-compatible base URL (env MMLB_JUDGE_BASE_URL)")
+    p.add_argument("--judge-api-key-env", default="MMLB_JUDGE_API_KEY",
+                   help="environment variable holding the judge API key (falls back to OPENAI_API_KEY)")
+    p.add_argument("--judge-concurrency", type=int, default=8)
+    p.add_argument("--judge-cache", default=None, help="cache file (default: OUT/judge_cache.jsonl)")
+    p.add_argument("--judge-price-in", type=float, default=0.0, help="USD per 1M prompt tokens, for the summary")
+    p.add_argument("--judge-price-out", type=float, default=0.0, help="USD per 1M completion tokens")
+    p.add_argument("--parity", choices=["default", "official"], default="default",
+                   help="official: every metric returns what the benchmark's own scorer returns, bugs "
+                        "included (for comparing with the papers' tables); default: this project's scorers, "
+                        "each difference listed in docs/evaluation.md and in every dataset card")
+    p.add_argument("--original-bugs", dest="parity", action="store_const", const="official",
+                   help="the older name of --parity official")
+    p.add_argument("--protocol", choices=sorted(PROTOCOLS), default=DEFAULT_PROTOCOL,
+                   help="MMLongBench's protocol (default %(default)s, the current official code; v1.0: the "
+                        "paper's): v1.1 reads answers after the prefix to the end and scores document QA with "
+                        "an LLM judge when one is configured (else the rules, said in the report)")
+    p.add_argument("--judge-prompts", default=os.environ.get("MMLB_JUDGE_PROMPTS"), metavar="PATH",
+                   help="MMLongBench's utils_prompt.py for the v1.1 document-QA judge (or the folder "
+                        "`mmlb fetch mmlb_judge_prompts --dest DIR` filled; env MMLB_JUDGE_PROMPTS)")
+    p.add_argument("--judge-type", choices=["openai", "azure"], default="openai",
+                   help="azure: an Azure OpenAI endpoint (--judge-base-url), as MMLongBench's judge client allows")
+    p.add_argument("--random-fallback", action="store_true",
+                   help="ReadBench/LVB: a seeded random letter when none parses (original parity)")
+    p.add_argument("--mmneedle-strict", action="store_true", help="MMNeedle: the original exact string matching")
+    p.add_argument("--summ-keypoints", action="append", default=[],
+                   help="HELMET claims JSONL ({id, claims} per line; gov_claims.jsonl, lexsum_claims.jsonl) "
+                        "for summaries whose meta has no key points (repeatable)")
+    p.add_argument("--baseline", default=None, help="another report.json; adds this-minus-baseline deltas")
+    p.add_argument("--no-plot", action="store_true")
+    p.set_defaults(func=run)
+
+
+class _NoJudge:
+    """Stands in when no judge endpoint is configured; fails with the fix in the message."""
+
+    def complete_many(self, *_args, **_kwargs):
+        raise RuntimeError("this config needs an LLM judge: pass --judge-base-url/--judge-model and set the key "
+                           "in $MMLB_JUDGE_API_KEY or $OPENAI_API_KEY (or --extractor none for document QA)")
+
+    complete = complete_many
+
+
+def build_judge(args, out: Path):
+    from mmlbdata.evaluation.judge import JudgeClient
+
+    key = os.environ.get(args.judge_api_key_env) or os.environ.get("OPENAI_API_KEY")
+    base_url = args.judge_base_url or os.environ.get("MMLB_JUDGE_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+    if not key and not base_url:
+        return None
+    return JudgeClient(model=args.judge_model, base_url=base_url, api_key=key or "EMPTY",
+                       concurrency=args.judge_concurrency, cache_path=args.judge_cache or out / "judge_cache.jsonl",
+                       price_in=args.judge_price_in, price_out=args.judge_price_out, api_type=args.judge_type)
+
+
+def keypoint_table(paths) -> dict:
+    from mmlbdata.evaluation.metrics.summ import load_keypoints
+
+    table = {}
+    for path in paths:
+        table.update(load_keypoints(path))
+    return table
+
+
+def metric_options(args, judge) -> dict:
+    judge_or_stub = judge if judge is not None else _NoJudge()
+    extractor = judge_or_stub if args.extractor == "judge" else None
+    return {
+        "mmlongbench_doc": {"extractor": extractor},
+        "longdocurl": {"extractor": extractor},
+        # MMLongBench v1.1's document-QA judge: only a real judge (no stub: without one, the rules)
+        "docqa": {"judge": judge if args.extractor == "judge" else None, "judge_prompts": args.judge_prompts},
+        "summ_judge": {"judge": judge_or_stub, "keypoints": keypoint_table(args.summ_keypoints)},
+        "readbench_mc": {"random_fallback": args.random_fallback},
+        "lvb_mc": {"random_fallback": args.random_fallback},
+        "mmneedle": {"strict": args.mmneedle_strict},
+    }
+
+
+def run(args) -> int:
+    from mmlbdata.evaluation import report as rep
+    from mmlbdata.evaluation.evaluate import evaluate
+
+    out = Path(absolute(args.out))  # the report line below is pasteable from anywhere
+    out.mkdir(parents=True, exist_ok=True)
+    judge = build_judge(args, out)
+    try:
+        result = evaluate(args.predictions, args.data, args.config, metric_options(args, judge), parity=args.parity,
+                          protocol=args.protocol)
+    except (RuntimeError, ValueError, KeyError, FileNotFoundError) as exc:
+        print(f"mmlb eval: {exc}", file=sys.stderr)
+        return 2
+    if judge is not None and (judge.usage.calls or judge.usage.cache_hits or judge.usage.failures):
+        result["judge"] = judge.summary()
+    if args.baseline:
+        result["delta_vs_baseline"] = rep.delta(result, json.loads(Path(args.baseline).read_text()))
+    rep.write_json(result, out / "report.json")
+    plotted = not args.no_plot
+    if plotted:
+        try:
+            rep.plot(result, out / "scores.png")
+        except MissingExtraError as err:  # the scores are written; only the picture is missing
+            print(f"note: no scores.png: {err}", file=sys.stderr)
+            plotted = False
+    print(rep.render(result))
+    print(f"\nreport: {out / 'report.json'}" + ("" if not plotted else f"; plot: {out / 'scores.png'}"))
+    return 0

@@ -1,0 +1,53 @@
+"""``mmlb export DIR --format lmms-eval|vlmevalkit|mmlongbench --out OUT``."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from mmlbdata.cli._common import absolute
+from mmlbdata.exports import FORMATS
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "export", help="export a built folder for lmms-eval, VLMEvalKit or MMLongBench's evaluation code",
+        description="lmms-eval: a task folder per family (YAML + utils.py scoring with mmlbdata's metrics). "
+                    "vlmevalkit: one TSV per config (index, image as base64 or image_path, question, answer, "
+                    "category) + mmlb_vlmevalkit.json; run VLMEvalKit with LMUData=OUT through "
+                    "`python -m mmlbdata.exports.vlmevalkit_dataset VLMEvalKit/run.py --data CONFIG --model M` "
+                    "(VQA type, interleaved images, scored by mmlbdata). mmlongbench: the official release "
+                    "layout (mmlb_data/<files as the release names them> + mmlb_image/) that MMLongBench's "
+                    "data.py loads; `--source mmlb_release=OUT` reads it back.")
+    parser.add_argument("folder", help="a folder written by `mmlb build`")
+    parser.add_argument("--format", required=True, choices=FORMATS)
+    parser.add_argument("--out", required=True, help="output folder")
+    parser.add_argument("--config", action="append", default=None, help="only these configs")
+    parser.add_argument("--dataset-path", default=None,
+                        help="lmms-eval: the dataset_path tasks load (a Hub repo id; default: this folder)")
+    parser.add_argument("--images", choices=["base64", "path"], default="base64",
+                        help="vlmevalkit: embed images as base64 (default) or write files + image_path")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    folder, out = Path(args.folder), Path(absolute(args.out))  # printed paths and the README's: pasteable
+    try:
+        if args.format == "lmms-eval":
+            from mmlbdata.exports.lmms_eval import export_lmms_eval
+
+            written = export_lmms_eval(folder, out, dataset_path=args.dataset_path, configs=args.config)
+        elif args.format == "vlmevalkit":
+            from mmlbdata.exports.vlmevalkit import export_tsv
+
+            written = export_tsv(folder, out, configs=args.config, images=args.images)
+        else:
+            from mmlbdata.exports.mmlongbench import export_jsonl
+
+            written = export_jsonl(folder, out, configs=args.config)
+    except (FileNotFoundError, ValueError) as err:  # ValueError: a name from the data leaving --out
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    for path in written:
+        print(path)
+    return 0
