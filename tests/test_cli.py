@@ -64,7 +64,7 @@ def test_full_build_without_sources_says_the_way_forward_once(tmp_path, tokenize
 def test_stats_of_an_unbuilt_folder_is_an_error_on_stderr(tmp_path, capsys):
     assert main(["stats", str(tmp_path / "empty")]) == 1  # as `mmlb card` / `mmlb export` say it
     captured = capsys.readouterr()
-    assert captured.out == "" and captured.err.startswith("error: no built config under")
+    assert captured.out == "" and captured.err.startswith("error: no built config in")
 
 
 @pytest.mark.parametrize("command", [[], ["build"], ["list"], ["stats"], ["demo"], ["push"]])

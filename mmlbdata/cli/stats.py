@@ -32,7 +32,8 @@ def run(args: argparse.Namespace) -> int:
     folder = Path(args.folder)
     names = args.config or configs_in(folder)
     if not names:
-        print(f"error: no built config under {folder}/data", file=sys.stderr)
+        print(f"error: no built config in {folder} (no <config>.metadata.parquet or data/<config>/ there)",
+              file=sys.stderr)
         return 1
     try:
         dists = folder_distributions(folder, names)
