@@ -26,10 +26,10 @@ from pathlib import Path
 
 import pytest
 
-from mmlbdata.dataset.build import build_configs
-from mmlbdata.exports import iter_rows
-from mmlbdata.dataset.registry import families
 import identity_sources
+from mmlbdata.dataset.build import build_configs
+from mmlbdata.dataset.registry import families
+from mmlbdata.exports import iter_rows
 from test_mmlb_release import write_release
 from test_readbench import sources, wiki_words  # noqa: F401  (its Hub-schema fixtures, reused)
 

@@ -34,8 +34,17 @@ from mmlbdata.core.report import BuildReport, source_label
 from mmlbdata.core.schema import FEATURES
 from mmlbdata.core.store import ImageStore
 from mmlbdata.dataset.demo import is_demo
-from mmlbdata.dataset.registry import UnknownConfigError, resolve
-from mmlbdata.dataset.writer import DEFAULT_LAYOUT, ConfigStats, remove_if_empty, write_config, write_manifest
+from mmlbdata.dataset.registry import UnknownConfigError, all_configs, resolve
+from mmlbdata.dataset.stats import image_paths, shard_files
+from mmlbdata.dataset.writer import (
+    DEFAULT_LAYOUT,
+    ConfigStats,
+    metadata_path,
+    read_manifest,
+    remove_if_empty,
+    write_config,
+    write_manifest,
+)
 
 logger = logging.getLogger("mmlbdata")
 
@@ -282,8 +291,6 @@ def completed_stats(out_dir: os.PathLike, name: str, requested: Mapping[str, Any
     file's size and every image it names being present); the writer's atomic move already
     guarantees a listed config is complete, this guards against a manifest left from another build.
     """
-    from mmlbdata.dataset.stats import shard_files
-    from mmlbdata.dataset.writer import read_manifest
 
     manifest = read_manifest(out_dir, name)
     if not manifest or manifest.get("mmlbdata_version") != __version__:
@@ -311,8 +318,6 @@ def completed_stats(out_dir: os.PathLike, name: str, requested: Mapping[str, Any
 
 def _files_config_complete(out_dir: Path, name: str, stats: Mapping[str, Any]) -> bool:
     """The metadata file has the recorded size and every image it names is in the folder."""
-    from mmlbdata.dataset.stats import image_paths
-    from mmlbdata.dataset.writer import metadata_path
 
     path = metadata_path(out_dir, name)
     if not path.is_file() or path.stat().st_size != stats.get("metadata_bytes"):
@@ -325,7 +330,6 @@ def select_configs(*, benchmark: Optional[str] = None, families: Optional[list[s
     """Every registered config of ``benchmark`` (its card template's families) or ``families``."""
     import fnmatch
 
-    from mmlbdata.dataset.registry import all_configs
 
     wanted = set(families or [])
     if benchmark:
