@@ -128,11 +128,11 @@ def _mmlb(out: Path, coco: Path, tokenizer: Path, seed: int, logs: Path) -> subp
         return subprocess.Popen(command, stdout=stdout, stderr=stderr, text=True, env=env)
 
 
-def _wait_for(condition, seconds: float = 180) -> None:
+def _wait_for(condition, seconds: float = 180, every: float = 0.2) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
         assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.2)
+        time.sleep(every)
 
 
 def test_two_concurrent_builds_of_one_config_never_mix_shards(tmp_path, coco_mini, tokenizer_path):
@@ -184,14 +184,15 @@ def test_a_terminated_build_leaves_nothing_behind(tmp_path, coco_mini, tokenizer
     import signal
 
     out = tmp_path / "out"
-    slow = CONFIG  # its default size: 600 rows, 2.2 GB of decoded images to write
+    slow = CONFIG  # its default size, 600 rows: the files layout's staging folder lives ~0.5 s
     run = subprocess.Popen([sys.executable, "-m", "mmlbdata.cli", "build", slow, "--source", f"coco={coco_mini}",
                             "--out", str(out), "--tokenizer", str(tokenizer_path), "--cache-dir",
                             str(tmp_path / "cache"), "--no-progress"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
-    _wait_for(lambda: (out / f".{slow}.partial").is_dir() or run.poll() is not None)
+    # polled often: at every 0.2 s a loaded machine could miss the whole staging window
+    _wait_for(lambda: (out / f".{slow}.partial").is_dir() or run.poll() is not None, every=0.005)
     run.send_signal(signal.SIGTERM)
     _, err = run.communicate(timeout=120)
     assert run.returncode == 128 + signal.SIGTERM and "Traceback" not in err, err
-    assert not out.exists()
+    assert not out.exists(), sorted(str(p.relative_to(out)) for p in out.rglob("*"))[:20]

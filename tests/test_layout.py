@@ -262,3 +262,20 @@ def test_push_refuses_to_mix_layouts_in_one_repo(tmp_path):
     push_folder(tmp_path / "files", "org/toy", uploader=hub)  # both configs now in the files layout
     for config in ("toy_8k", "toy_32k"):
         assert datasets.load_dataset(str(hub.repo_dir("org/toy")), config, split="test").num_rows > 0
+
+
+def test_a_writer_that_cannot_open_leaves_no_staging_folder(tmp_path, monkeypatch):
+    """A failure (a full disk, `kill`) between the staging folder's creation and the metadata
+    writer's: the folder goes with it (write_config can only abort a writer that exists)."""
+    from mmlbdata.dataset import writer as writer_module
+
+    refs = _images(ImageStore(tmp_path / "store"), 2)
+    out = tmp_path / "out"
+
+    def no_space(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(writer_module.pq, "ParquetWriter", no_space)
+    with pytest.raises(OSError, match="No space"):
+        store_config(out, "toy_8k", _rows(refs, A), manifest={"family": "toy"})
+    assert not out.exists()

@@ -441,8 +441,12 @@ class FilesConfigWriter:
         self._started = time.perf_counter()
         if self.staging.exists():  # left by a crashed build of this config (the caller holds its lock)
             shutil.rmtree(self.staging)
-        self.staging.mkdir(parents=True)
-        self._writer = pq.ParquetWriter(self.partial, self.schema, compression="zstd", write_statistics=False)
+        try:  # no staging folder outlives a writer that was never made (write_config aborts made ones)
+            self.staging.mkdir(parents=True)
+            self._writer = pq.ParquetWriter(self.partial, self.schema, compression="zstd", write_statistics=False)
+        except BaseException:  # a full disk, or `kill` just then
+            shutil.rmtree(self.staging, ignore_errors=True)
+            raise
 
     def write(self, row: dict[str, Any]) -> None:
         stored = {k: v for k, v in row.items() if k not in self.image_columns}
