@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 from pathlib import Path
 from typing import Optional
@@ -58,3 +60,41 @@ def tokenizer_or_message(path: Optional[str]) -> Optional[str]:
 def absolute(path) -> str:
     """A path the user can paste from any directory."""
     return str(Path(path).expanduser().absolute())
+
+
+#: what a Hugging Face repository id looks like: ``owner/name`` (letters, digits, ``-_.``; no ``..``)
+HUB_ID = re.compile(r"(?!\.)[A-Za-z0-9._-]{1,96}/(?!\.)[A-Za-z0-9._-]{1,96}")
+
+
+def looks_like_hub_id(text: str) -> bool:
+    """``org/mmlb`` yes; ``./mmlb``, ``/data/mmlb``, ``~/mmlb``, ``mmlb``, ``a/b/c`` no."""
+    return bool(HUB_ID.fullmatch(text)) and ".." not in text
+
+
+def hub_offline_reason() -> Optional[str]:
+    """Why the Hub cannot be used now (offline mode set, or no TCP connection in 3 s), or None."""
+    from huggingface_hub import constants
+
+    from mmlbdata.core.tokens import hub_unreachable
+
+    if constants.HF_HUB_OFFLINE or os.environ.get("HF_DATASETS_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE"):
+        return "offline mode is set (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE)"
+    return hub_unreachable(constants.ENDPOINT)
+
+
+def dataset_problem(text: str, flag: str = "--data") -> Optional[str]:
+    """Why ``text`` cannot be the dataset of ``flag`` (None: a local folder, or a Hub id the Hub can
+    be asked about). Checked before any work: a local-looking path that does not exist is named as
+    such, and a Hub id is tried only when it looks like one and the Hub answers."""
+    path = Path(text).expanduser()
+    if path.is_dir():
+        return None
+    if path.exists():
+        return f"{flag} {text}: {path.absolute()} is a file; give the dataset folder `mmlb build --out` wrote"
+    if not looks_like_hub_id(text):
+        return f"{flag} {text}: no such folder: {path.absolute()}"
+    why = hub_offline_reason()
+    if why:
+        return (f"{flag} {text}: no such local folder ({path.absolute()}), and the Hub repository {text} "
+                f"cannot be reached: {why}")
+    return None

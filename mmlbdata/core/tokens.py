@@ -227,7 +227,7 @@ def _look_up_default_tokenizer() -> Path:
     if constants.HF_HUB_OFFLINE:
         why = "HF_HUB_OFFLINE is set"
     else:
-        why = _hub_unreachable(constants.ENDPOINT)
+        why = hub_unreachable(constants.ENDPOINT)
     if why is None:
         try:
             from huggingface_hub import hf_hub_download
@@ -241,7 +241,7 @@ def _look_up_default_tokenizer() -> Path:
         + tokenizer_help())
 
 
-def _hub_unreachable(endpoint: str, timeout: float = 3.0) -> Union[str, None]:
+def hub_unreachable(endpoint: str, timeout: float = 3.0) -> Union[str, None]:
     """Why the Hub cannot be reached (DNS, refused, timeout), or None when a TCP connection opens.
 
     A probe of a few seconds, so that an offline machine does not sit through the Hub client's
