@@ -4,9 +4,10 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 
 def key_value(text: str) -> tuple[str, str]:
@@ -41,20 +42,35 @@ def parse_option_value(value: str):
     return value
 
 
-def tokenizer_or_message(path: Optional[str]) -> Optional[str]:
-    """Check once, before any config is built, that the Llama-2 tokenizer can be found.
+def tokenizer_or_message(path: Optional[str], argv: Optional[Sequence[str]] = None) -> Optional[str]:
+    """Check once, before any config is built, that the Llama-2 tokenizer can be found and loaded.
 
     Returns None when it can, else prints the one actionable message and returns it, so a command
-    stops at once instead of failing every config with the same error.
+    stops at once instead of failing every config with the same error. ``argv``: the command's
+    arguments after ``mmlb``; the message shows that command with the --tokenizer to add.
     """
     from mmlbdata.core.tokens import TokenizerNotFoundError, find_tokenizer_model
 
     try:
         find_tokenizer_model(path)
     except TokenizerNotFoundError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return str(err)
+        text = err.explain(command_without_tokenizer(argv) if argv else None)
+        print(f"error: {text}", file=sys.stderr)
+        return text
     return None
+
+
+def command_without_tokenizer(argv: Sequence[str]) -> str:
+    """``mmlb ARGS`` with any --tokenizer option taken out, quoted for a shell."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--tokenizer":
+            skip = True
+        elif not arg.startswith("--tokenizer="):
+            kept.append(arg)
+    return "mmlb " + " ".join(shlex.quote(a) for a in kept)
 
 
 def absolute(path) -> str:

@@ -5,8 +5,10 @@ import argparse
 import signal
 import sys
 import time
+from pathlib import Path
 
 from mmlbdata.cli._common import absolute, key_value, parse_option_value, positive_int, tokenizer_or_message
+from mmlbdata.core.suggest import did_you_mean
 from mmlbdata.dataset.build import (
     build_all,
     build_configs,
@@ -15,7 +17,7 @@ from mmlbdata.dataset.build import (
     sources_from_dir,
     summary_table,
 )
-from mmlbdata.dataset.registry import UnknownConfigError
+from mmlbdata.dataset.registry import UnknownConfigError, sources_by_key
 from mmlbdata.official.protocol import PROTOCOLS
 
 
@@ -118,7 +120,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.all and not args.configs:
         print("error: name configs to build, or use --all (see `mmlb list`)", file=sys.stderr)
         return 2
-    if tokenizer_or_message(args.tokenizer):
+    problem = sources_problem(args.source, args.sources_dir)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    if tokenizer_or_message(args.tokenizer, getattr(args, "argv", None)):
         return 2
     try:
         if args.all:
@@ -129,6 +135,21 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     return print_summary(results, args.out)
+
+
+def sources_problem(given: list[tuple[str, str]], sources_dir: str | None) -> str | None:
+    """Before any work: every --source key is one a recipe reads (a close one proposed) and every
+    path given exists (a mistyped key would otherwise be ignored without a word)."""
+    known = sources_by_key()
+    if sources_dir is not None and not Path(sources_dir).expanduser().is_dir():
+        return f"--sources-dir {sources_dir}: no such folder: {Path(sources_dir).expanduser().absolute()}"
+    for key, path in given:
+        if key not in known:
+            return (f"--source {key}={path}: no recipe reads a source {key!r}{did_you_mean(key, known)}; "
+                    "`mmlb list --sources` shows the keys")
+        if not Path(path).expanduser().exists():
+            return f"--source {key}={path}: no such file or folder: {Path(path).expanduser().absolute()}"
+    return None
 
 
 def fetch_first(args: argparse.Namespace) -> int:

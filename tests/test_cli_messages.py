@@ -1,0 +1,106 @@
+"""Messages a newcomer can act on (issue 32): path arguments checked before any work, the
+tokenizer found in a folder or refused at once for what it is, "did you mean" for flags, source
+keys and config names."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from mmlbdata.cli import main
+from mmlbdata.core import tokens
+
+
+def run(capsys, *argv) -> tuple[int, str]:
+    code = main([str(a) for a in argv])
+    return code, capsys.readouterr().err
+
+
+def test_push_of_a_mistyped_folder_is_refused_before_anything(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, err = run(capsys, "push", "mmbl", "--repo", "org/mmlb", "--dry-run", "dry")
+    assert code == 1 and f"error: mmbl: no such folder: {tmp_path / 'mmbl'}" in err
+    assert not (tmp_path / "dry").exists()
+
+
+def test_push_of_a_folder_with_no_build_says_so(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    code, err = run(capsys, "push", tmp_path / "empty", "--repo", "org/mmlb", "--dry-run", tmp_path / "dry")
+    assert code == 1 and "no built config in" in err and not (tmp_path / "dry").exists()
+
+
+def test_push_of_a_mistyped_config_gets_a_suggestion(tmp_path, capsys):
+    from mmlbdata.runner.smoke import write_built
+
+    folder = write_built(tmp_path / "built", {"vh_single_8k": []})
+    code, err = run(capsys, "push", folder, "--repo", "org/mmlb", "--config", "vh_singel_8k", "--dry-run", tmp_path / "d")
+    assert code == 1 and "did you mean 'vh_single_8k'" in err
+
+
+def build(tmp_path, coco_mini, *extra) -> list:
+    return ["build", "vh_single_8k", "--source", f"coco={coco_mini}", "--out", tmp_path / "o", "--limit", "1",
+            "--no-progress", "--cache-dir", tmp_path / "cache", *extra]
+
+
+def test_tokenizer_folder_finds_its_tokenizer_model(tmp_path, coco_mini, tokenizer_path, capsys):
+    assert tokens.find_tokenizer_model(tokenizer_path.parent) == tokenizer_path
+    code, _ = run(capsys, *build(tmp_path, coco_mini, "--tokenizer", tokenizer_path.parent))
+    assert code == 0
+
+
+def test_tokenizer_folder_without_the_model(tmp_path, coco_mini, capsys):
+    code, err = run(capsys, *build(tmp_path, coco_mini, "--tokenizer", tmp_path))
+    assert code == 2 and f"the folder given by --tokenizer has no tokenizer.model: {tmp_path}" in err
+
+
+@pytest.mark.parametrize("content, what", [
+    (b"", "is an empty file"),
+    (b'{"version": "1.0", "model": {}}', "is a JSON file (tokenizer.json"),
+    (b"version https://git-lfs.github.com/spec/v1\noid sha256:abc\n", "is a Git LFS pointer"),
+    (b"<!DOCTYPE html><html>", "is an HTML/XML page"),
+    (b"hello tokenizer\n", "is a 16-byte text file starting 'hello tokenizer'"),
+])
+def test_a_bad_tokenizer_file_fails_at_once_saying_what_it_is(tmp_path, coco_mini, capsys, content, what):
+    bad = tmp_path / "tokenizer.model"
+    bad.write_bytes(content)
+    started = time.monotonic()
+    code, err = run(capsys, *build(tmp_path, coco_mini, "--tokenizer", bad))
+    assert code == 2 and f"not a SentencePiece tokenizer model: {bad} {what}" in err
+    assert "ModelProto" not in err and "Traceback" not in err and not (tmp_path / "o").exists()
+    assert time.monotonic() - started < 1.5
+
+
+def test_missing_tokenizer_hint_names_the_command_run(tmp_path, coco_mini, capsys, monkeypatch):
+    monkeypatch.delenv("MMLB_TOKENIZER", raising=False)
+    monkeypatch.setattr(tokens, "_DEFAULT_LOOKUP", {})
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
+    monkeypatch.setattr("huggingface_hub.try_to_load_from_cache", lambda *a, **k: None)
+    code, err = run(capsys, *build(tmp_path, coco_mini))
+    assert code == 2 and "mmlb demo" not in err
+    assert f"give it to the command:  mmlb build vh_single_8k --source coco={coco_mini} --out {tmp_path / 'o'}" in err
+    assert err.rstrip().count("--tokenizer ./llama2/tokenizer.model") == 1
+
+
+def test_mistyped_source_key_and_missing_source_path(tmp_path, coco_mini, tokenizer_path, capsys):
+    base = ["build", "vh_single_8k", "--out", tmp_path / "o", "--tokenizer", tokenizer_path, "--no-progress"]
+    code, err = run(capsys, *base, "--source", f"cocoo={coco_mini}")
+    assert code == 2 and "no recipe reads a source 'cocoo' (did you mean 'coco'?)" in err
+    code, err = run(capsys, *base, "--source", "coco=./no_coco")
+    assert code == 2 and "--source coco=./no_coco: no such file or folder: " in err
+    code, err = run(capsys, *base, "--all", "--sources-dir", tmp_path / "nosrc")
+    assert code == 2 and f"--sources-dir {tmp_path / 'nosrc'}: no such folder" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_mistyped_flag_gets_the_subcommand_usage_and_a_suggestion(tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["build", "vh_single_8k", "--limt", "2", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.startswith("usage: mmlb build") and "did you mean '--limit'" in err
+
+
+def test_run_checks_data_before_loading_a_model(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, err = run(capsys, "run", "--backend", "hf", "--model", "no/such-model", "--data", "./mmbl",
+                    "--config", "vh_single_8k", "--out", "p.jsonl")
+    assert code == 2 and f"mmlb run: --data ./mmbl: no such folder: {tmp_path / 'mmbl'}" in err
