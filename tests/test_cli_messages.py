@@ -3,6 +3,7 @@ tokenizer found in a folder or refused at once for what it is, "did you mean" fo
 keys and config names."""
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -104,3 +105,33 @@ def test_run_checks_data_before_loading_a_model(tmp_path, capsys, monkeypatch):
     code, err = run(capsys, "run", "--backend", "hf", "--model", "no/such-model", "--data", "./mmbl",
                     "--config", "vh_single_8k", "--out", "p.jsonl")
     assert code == 2 and f"mmlb run: --data ./mmbl: no such folder: {tmp_path / 'mmbl'}" in err
+
+
+def test_skipped_records_counted_by_reason_with_examples(tmp_path, tokenizer_path, real_data, capsys):
+    """The real samples.json with 8 of its 135 documents: 1,000+ skips of a few kinds."""
+    code, err = run(capsys, "build", "mmlongdoc_8k", "--source", f"mmlongbench_doc={real_data / 'mmlongbench_doc'}",
+                    "--out", tmp_path / "o", "--tokenizer", tokenizer_path, "--no-progress")
+    assert code == 0
+    lines = err.splitlines()
+    start = lines.index(next(line for line in lines if "record(s) skipped, by reason:" in line))
+    counts = [line for line in lines[start + 1:] if line.strip() and line.strip().split()[0].isdigit()]
+    assert "document '…' not found in the source" in counts[0]  # the most frequent kind first
+    assert len(counts) >= 5 and sum(int(line.split()[0]) for line in counts) == int(lines[start].split()[1])
+    examples = [line for line in lines if line.strip().startswith("e.g. ")]
+    assert len(examples) <= 2 * len(counts) and "not found in the source" in examples[0]
+    assert f"(every skipped record: {tmp_path / 'o' / 'manifests' / 'mmlongdoc_8k.json'})" in err
+
+
+def test_a_failed_config_keeps_its_skipped_summary(tmp_path, tokenizer_path, real_data, capsys):
+    source = tmp_path / "mmlongbench_doc"
+    source.mkdir()
+    (source / "samples.json").write_bytes((real_data / "mmlongbench_doc" / "samples.json").read_bytes())
+    code, err = run(capsys, "build", "--all", "mmlongdoc_8k", "--source", f"mmlongbench_doc={source}",
+                    "--out", tmp_path / "o", "--tokenizer", tokenizer_path, "--no-progress")
+    assert code == 1 and "see the skipped records above" not in err
+    assert "mmlongdoc_8k: 1082 record(s) skipped, by reason:" in err and "document '…' not found" in err
+    manifest = tmp_path / "o" / "manifests" / "mmlongdoc_8k.failed.json"
+    assert f"(why, and every skipped record: {manifest})" in err
+    kept = json.loads(manifest.read_text())
+    assert kept["status"] == "failed" and "no example could be built" in kept["error"]
+    assert sum(r["count"] for r in kept["by_reason"]) == kept["num_skipped"] == 1082  # every question of samples.json
