@@ -135,3 +135,44 @@ def test_a_failed_config_keeps_its_skipped_summary(tmp_path, tokenizer_path, rea
     kept = json.loads(manifest.read_text())
     assert kept["status"] == "failed" and "no example could be built" in kept["error"]
     assert sum(r["count"] for r in kept["by_reason"]) == kept["num_skipped"] == 1082  # every question of samples.json
+
+
+@pytest.fixture(scope="module")
+def small_build(tmp_path_factory, coco_mini, tokenizer_path):
+    out = tmp_path_factory.mktemp("small") / "mmlb"
+    assert main(["build", "vh_single_8k", "--source", f"coco={coco_mini}", "--out", str(out), "--limit", "1",
+                 "--tokenizer", str(tokenizer_path), "--no-progress"]) == 0
+    return out
+
+
+def test_card_without_matplotlib_is_written_without_the_plot(small_build, capsys, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.split(".")[0] == "matplotlib":
+            raise ModuleNotFoundError(f"No module named '{name}'", name=name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    for mod in [m for m in __import__("sys").modules if m.split(".")[0] == "matplotlib"]:
+        monkeypatch.delitem(__import__("sys").modules, mod)
+    (small_build / "stats.png").unlink(missing_ok=True)
+    code = main(["card", str(small_build)])
+    captured = capsys.readouterr()
+    assert code == 0 and f"wrote {small_build / 'README.md'}" in captured.out
+    assert "note: card written without stats.png" in captured.err and "mmlbdata[eval]" in captured.err
+    assert not (small_build / "stats.png").exists() and "stats.png" not in (small_build / "README.md").read_text()
+
+
+def test_vlmevalkit_base64_export_says_its_size_and_the_smaller_form(small_build, tmp_path, capsys, monkeypatch):
+    from mmlbdata.cli import export
+
+    monkeypatch.setattr(export, "LARGE_TSV_BYTES", 10_000)  # the 6 rows' TSV is about 5 MB
+    assert main(["export", str(small_build), "--format", "vlmevalkit", "--out", str(tmp_path / "b64")]) == 0
+    err = capsys.readouterr().err
+    assert "note: the TSVs hold " in err and " MB: --images base64 (the default)" in err and "--images path" in err
+    assert main(["export", str(small_build), "--format", "vlmevalkit", "--out", str(tmp_path / "b"),
+                 "--images", "base64"]) == 0
+    assert "note:" not in capsys.readouterr().err  # asked for by name: no advice

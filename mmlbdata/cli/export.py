@@ -25,8 +25,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--config", action="append", default=None, help="only these configs")
     parser.add_argument("--dataset-path", default=None,
                         help="lmms-eval: the dataset_path tasks load (a Hub repo id; default: this folder)")
-    parser.add_argument("--images", choices=["base64", "path"], default="base64",
-                        help="vlmevalkit: embed images as base64 (default) or write files + image_path")
+    parser.add_argument("--images", choices=["base64", "path"], default=None,
+                        help="vlmevalkit: embed images as base64 (default; every row carries a copy of each of "
+                             "its images, so the TSVs grow far beyond the folder) or write each image once "
+                             "under OUT/images/ + image_path")
     parser.set_defaults(func=run)
 
 
@@ -40,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         elif args.format == "vlmevalkit":
             from mmlbdata.exports.vlmevalkit import export_tsv
 
-            written = export_tsv(folder, out, configs=args.config, images=args.images)
+            written = export_tsv(folder, out, configs=args.config, images=args.images or "base64")
         else:
             from mmlbdata.exports.mmlongbench import export_jsonl
 
@@ -50,4 +52,21 @@ def run(args: argparse.Namespace) -> int:
         return 1
     for path in written:
         print(path)
+    if args.format == "vlmevalkit" and args.images is None:
+        warn_if_large(written)
     return 0
+
+
+#: above this many bytes of base64 TSV, ``--images path`` is proposed (decimal, as human_bytes prints)
+LARGE_TSV_BYTES = 200 * 10**6
+
+
+def warn_if_large(written: list) -> None:
+    """Say the size of base64 TSVs past LARGE_TSV_BYTES, and the smaller form."""
+    from mmlbdata.core.report import human_bytes
+
+    total = sum(Path(p).stat().st_size for p in written if str(p).endswith(".tsv"))
+    if total > LARGE_TSV_BYTES:
+        print(f"note: the TSVs hold {human_bytes(total)}: --images base64 (the default) puts a copy of every image "
+              "in each row that shows it; --images path writes each image once under OUT/images/ and VLMEvalKit "
+              "reads the rows' image_path", file=sys.stderr)
