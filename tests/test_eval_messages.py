@@ -171,5 +171,5 @@ def test_eval_help_states_the_layout_and_the_predictions_format(capsys):
         main(["eval", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "data/<config>/" not in text and "mmlb build --out" in text
-    assert '{"id": "vh_single_8k-0", "config": "vh_single_8k", "prediction": "yes"}' in text
+    assert '{"id": "vh_single_00000_d0.0", "config": "vh_single_8k", "prediction": "Yes"}' in text
     assert "counts as wrong" in text

@@ -2,7 +2,7 @@
 
 PREDICTIONS is JSON lines, one object per line with the example's ``id``, its ``config`` (or pass
 --config) and the model's ``prediction`` text, e.g.
-{"id": "vh_single_8k-0", "config": "vh_single_8k", "prediction": "yes"}
+{"id": "vh_single_00000_d0.0", "config": "vh_single_8k", "prediction": "Yes"}
 (`mmlb run` writes this file). The score of a config counts every example: one without a
 prediction counts as wrong. The answered-only mean is printed beside it, labelled as such.
 """

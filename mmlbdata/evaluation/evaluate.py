@@ -43,7 +43,7 @@ class Predictions:
 
 
 #: what one line of a predictions file looks like (printed in every message about the format)
-PREDICTION_EXAMPLE = '{"id": "vh_single_8k-0", "config": "vh_single_8k", "prediction": "yes"}'
+PREDICTION_EXAMPLE = '{"id": "vh_single_00000_d0.0", "config": "vh_single_8k", "prediction": "Yes"}'
 
 
 class UnknownConfigError(KeyError):
