@@ -75,10 +75,14 @@ def test_official_parity_keeps_the_official_answered_only_mean(data, tmp_path, c
     assert (res["answered"], res["total"], res["n"]) == (10, 30, 10)
 
 
-def test_bootstrap_interval_is_seeded():
+def test_bootstrap_interval_is_seeded_and_near_the_normal_one():
     values = [1.0, 0.0, 0.0, 1.0, 1.0, 0.5]
     assert bootstrap_interval(values) == bootstrap_interval(values)
     assert bootstrap_interval([]) == [] and mean_stderr([1.0]) == 0.0
+    for scores in ([1.0] * 300 + [0.0] * 700, [i / 999 for i in range(1000)]):  # few / many distinct scores
+        mu, se = sum(scores) / len(scores), mean_stderr(scores)
+        low, high = bootstrap_interval(scores)
+        assert low == pytest.approx(mu - 1.96 * se, abs=0.01) and high == pytest.approx(mu + 1.96 * se, abs=0.01)
 
 
 def test_report_paths_are_absolute(data, tmp_path, monkeypatch):
@@ -158,6 +162,19 @@ def test_a_hub_id_offline_is_one_message(tmp_path, capsys, monkeypatch):
     code, err = failure(capsys, ten_predictions(tmp_path / "p.jsonl"), "--data", "someorg/mmlb",
                         "--out", tmp_path / "out")
     assert code == 2 and "the Hub repository someorg/mmlb cannot be reached: offline mode is set" in err
+    assert err.count("\n") == 1 and time.monotonic() - started < 5
+
+
+def test_a_hub_id_with_the_hub_unreachable_is_one_message_in_seconds(tmp_path, capsys, monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "0")
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # the discard port: refused at once
+    started = time.monotonic()
+    code, err = failure(capsys, ten_predictions(tmp_path / "p.jsonl"), "--data", "someorg/mmlb",
+                        "--out", tmp_path / "out")
+    assert code == 2 and "the Hub repository someorg/mmlb cannot be reached: 127.0.0.1:9 is unreachable" in err
     assert err.count("\n") == 1 and time.monotonic() - started < 5
 
 

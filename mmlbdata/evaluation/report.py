@@ -47,7 +47,7 @@ def render(report: dict) -> str:
         out.append(f"\n== {config} ==")
         for metric, agg in res["metrics"].items():
             rows = [[k, v] for k, v in agg.items() if k != "n"]
-            out.append(format_table([f"{metric} (n={agg.get('n', '')})", "value"], rows))
+            out.append(format_table([f"{metric} (answered only, n={agg.get('n', '')})", "value"], rows))
         out.append(format_table(["category", "answered", "score %", "stderr", "95% CI"],
                                 [_uncertain_row(k, v) for k, v in res["by_category"].items()]))
         out.append(format_table(["length", "answered", "score %", "stderr", "95% CI"],

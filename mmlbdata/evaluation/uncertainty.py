@@ -15,6 +15,8 @@ from typing import Sequence
 BOOTSTRAP_ITERS = 1000
 #: resamples drawn per numpy call: memory stays near CHUNK x n x 8 bytes whatever ``iters`` is
 CHUNK = 100
+#: up to this many distinct scores, resamples are drawn as multinomial counts of each
+FEW_DISTINCT = 64
 
 
 def sample_stddev(values: Sequence[float]) -> float:
@@ -32,17 +34,27 @@ def mean_stderr(values: Sequence[float]) -> float:
 
 def bootstrap_interval(values: Sequence[float], iters: int = BOOTSTRAP_ITERS, level: float = 0.95,
                        seed: int = 0) -> list[float]:
-    """The ``level`` percentile interval of the mean over ``iters`` seeded resamples ([] for no value)."""
+    """The ``level`` percentile interval of the mean over ``iters`` seeded resamples ([] for no value).
+
+    A resample of n scores drawn with replacement is, in distribution, a multinomial draw of how
+    many times each distinct score comes back; drawing those counts costs iters x (distinct
+    scores), not iters x n (two distinct scores for an accuracy, whatever the config's size); with
+    many distinct scores the scores themselves are resampled.
+    """
     import numpy as np
 
     if not values:
         return []
     scores = np.asarray(values, dtype=float)
+    distinct, counts = np.unique(scores, return_counts=True)
     rng = np.random.default_rng(seed)
     means = []
     for start in range(0, iters, CHUNK):
-        draws = rng.integers(0, len(scores), size=(min(CHUNK, iters - start), len(scores)))
-        means.append(scores[draws].mean(axis=1))
+        size = min(CHUNK, iters - start)
+        if len(distinct) <= FEW_DISTINCT:
+            means.append(rng.multinomial(len(scores), counts / len(scores), size=size) @ distinct / len(scores))
+        else:  # many distinct scores (ROUGE, F1): resample the scores themselves
+            means.append(scores[rng.integers(0, len(scores), size=(size, len(scores)))].mean(axis=1))
     tail = 100 * (1 - level) / 2
     low, high = np.percentile(np.concatenate(means), [tail, 100 - tail])
     return [float(low), float(high)]
