@@ -67,7 +67,7 @@ def _json_problem(line: str, exc: Exception) -> str:
         why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         return f"not JSON: {why}"[:200]
     if exc.msg.startswith("Unterminated string") or exc.pos >= len(line.rstrip()):
-        return f"truncated: the JSON stops before the object closes ({exc.msg})"
+        return f"truncated: the JSON stops at column {len(line.rstrip())}, before the object closes"
     return f"not JSON: {exc.msg} (column {exc.colno})"
 
 

@@ -53,16 +53,20 @@ def render(report: dict) -> str:
         out.append(format_table(["length", "answered", "score %", "stderr", "95% CI"],
                                 [_uncertain_row(k, v) for k, v in res["by_length"].items()]))
         for key, table in res["groups"].items():
-            out.append(format_table([key, "n", "score %"], [[k, v["n"], v["score"]] for k, v in table.items()]))
+            out.append(format_table([f"{key} (answered only)", "n", "score %"],
+                                    [[k, v["n"], v["score"]] for k, v in table.items()]))
         problems = res["problems"]
         mismatch = problems.get("protocol_mismatch")
         if mismatch:
             out.append(f"WARNING: built under MMLongBench protocol {mismatch['built']}, scored under "
                        f"{mismatch['scored']}: the score follows neither (pass --protocol {mismatch['built']})")
-        if problems["unknown_ids"] or problems["missing_predictions"]:
-            out.append(f"unknown ids: {len(problems['unknown_ids'])} {problems['unknown_ids'][:5]}; "
-                       f"examples without prediction: {problems['missing_predictions']}"
-                       + (" (counted as wrong)" if res.get("missing_counted_as_wrong") else " (left out, as the official code does)"))
+        if problems["unknown_ids"]:
+            out.append(f"prediction ids not in the config: {len(problems['unknown_ids'])} "
+                       f"{problems['unknown_ids'][:5]}")
+        if problems["missing_predictions"]:
+            out.append(f"examples without prediction: {problems['missing_predictions']}"
+                       + (" (counted as wrong)" if res.get("missing_counted_as_wrong")
+                          else " (left out, as the official code does)"))
     malformed = report["problems"].get("malformed_lines", [])
     if malformed:
         out.append(f"\nmalformed prediction lines: {len(malformed)}")
