@@ -166,13 +166,17 @@ def test_card_without_matplotlib_is_written_without_the_plot(small_build, capsys
     assert not (small_build / "stats.png").exists() and "stats.png" not in (small_build / "README.md").read_text()
 
 
-def test_vlmevalkit_base64_export_says_its_size_and_the_smaller_form(small_build, tmp_path, capsys, monkeypatch):
+def test_vlmevalkit_export_defaults_to_image_paths_and_base64_says_its_size(small_build, tmp_path, capsys,
+                                                                             monkeypatch):
     from mmlbdata.cli import export
 
-    monkeypatch.setattr(export, "LARGE_TSV_BYTES", 10_000)  # the 6 rows' TSV is about 5 MB
-    assert main(["export", str(small_build), "--format", "vlmevalkit", "--out", str(tmp_path / "b64")]) == 0
-    err = capsys.readouterr().err
-    assert "note: the TSVs hold " in err and " MB: --images base64 (the default)" in err and "--images path" in err
-    assert main(["export", str(small_build), "--format", "vlmevalkit", "--out", str(tmp_path / "b"),
+    assert main(["export", str(small_build), "--format", "vlmevalkit", "--out", str(tmp_path / "p")]) == 0
+    assert "note:" not in capsys.readouterr().err
+    header = (tmp_path / "p" / "vh_single_8k.tsv").read_text().splitlines()[0].split("\t")
+    assert header[:2] == ["index", "image_path"] and "image" not in header  # VLMEvalKit: meta_only rows
+    written = sum(p.stat().st_size for p in (tmp_path / "p").rglob("*") if p.is_file())
+    monkeypatch.setattr(export, "LARGE_TSV_BYTES", written)  # base64 holds each image once per row showing it
+    assert main(["export", str(small_build), "--format", "vlmevalkit", "--out", str(tmp_path / "b64"),
                  "--images", "base64"]) == 0
-    assert "note:" not in capsys.readouterr().err  # asked for by name: no advice
+    err = capsys.readouterr().err
+    assert "note: the TSVs hold " in err and " MB: --images base64 puts a copy" in err and "(the default)" in err

@@ -305,7 +305,7 @@ def test_vlmevalkit_tsv_decodes_to_the_same_images_and_question(built, tmp_path)
     import pandas as pd
 
     assert main(["export", str(built), "--format", "vlmevalkit", "--out", str(tmp_path / "b64"),
-                 "--config", "vh_single_8k"]) == 0
+                 "--config", "vh_single_8k", "--images", "base64"]) == 0
     assert main(["export", str(built), "--format", "vlmevalkit", "--out", str(tmp_path / "paths"),
                  "--config", "vh_single_8k", "--images", "path"]) == 0
     raw = list(iter_rows(built, "vh_single_8k"))

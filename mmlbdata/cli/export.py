@@ -13,7 +13,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "export", help="export a built folder for lmms-eval, VLMEvalKit or MMLongBench's evaluation code",
         description="lmms-eval: a task folder per family (YAML + utils.py scoring with mmlbdata's metrics). "
-                    "vlmevalkit: one TSV per config (index, image as base64 or image_path, question, answer, "
+                    "vlmevalkit: one TSV per config (index, image_path or image as base64, question, answer, "
                     "category) + mmlb_vlmevalkit.json; run VLMEvalKit with LMUData=OUT through "
                     "`python -m mmlbdata.exports.vlmevalkit_dataset VLMEvalKit/run.py --data CONFIG --model M` "
                     "(VQA type, interleaved images, scored by mmlbdata). mmlongbench: the official release "
@@ -25,10 +25,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--config", action="append", default=None, help="only these configs")
     parser.add_argument("--dataset-path", default=None,
                         help="lmms-eval: the dataset_path tasks load (a Hub repo id; default: this folder)")
-    parser.add_argument("--images", choices=["base64", "path"], default=None,
-                        help="vlmevalkit: embed images as base64 (default; every row carries a copy of each of "
-                             "its images, so the TSVs grow far beyond the folder) or write each image once "
-                             "under OUT/images/ + image_path")
+    parser.add_argument("--images", choices=["base64", "path"], default="path",
+                        help="vlmevalkit: path (default): each image written once under OUT/images/, rows name "
+                             "them by absolute image_path (VLMEvalKit's ImageBaseDataset reads such rows: no "
+                             "`image` column makes it meta_only); base64: self-contained TSVs with a copy of every "
+                             "image in each row that shows it (often 50x the folder; MMLongBench's own TSVs)")
     parser.set_defaults(func=run)
 
 
@@ -42,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         elif args.format == "vlmevalkit":
             from mmlbdata.exports.vlmevalkit import export_tsv
 
-            written = export_tsv(folder, out, configs=args.config, images=args.images or "base64")
+            written = export_tsv(folder, out, configs=args.config, images=args.images)
         else:
             from mmlbdata.exports.mmlongbench import export_jsonl
 
@@ -52,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     for path in written:
         print(path)
-    if args.format == "vlmevalkit" and args.images is None:
+    if args.format == "vlmevalkit" and args.images == "base64":
         warn_if_large(written)
     return 0
 
@@ -67,6 +68,6 @@ def warn_if_large(written: list) -> None:
 
     total = sum(Path(p).stat().st_size for p in written if str(p).endswith(".tsv"))
     if total > LARGE_TSV_BYTES:
-        print(f"note: the TSVs hold {human_bytes(total)}: --images base64 (the default) puts a copy of every image "
-              "in each row that shows it; --images path writes each image once under OUT/images/ and VLMEvalKit "
+        print(f"note: the TSVs hold {human_bytes(total)}: --images base64 puts a copy of every image in each row "
+              "that shows it; --images path (the default) writes each image once under OUT/images/ and VLMEvalKit "
               "reads the rows' image_path", file=sys.stderr)
