@@ -110,7 +110,17 @@ def _executor(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     _exit_on_sigterm()
-    if args.fetch and (args.all or args.configs) and fetch_first(args):
+    if not args.all and not args.configs:
+        print("error: name configs to build, or use --all (see `mmlb list`)", file=sys.stderr)
+        return 2
+    # every path given, then the tokenizer: checked before any download, cluster or build
+    problem = sources_problem(args.source, None if args.fetch else args.sources_dir)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    if tokenizer_or_message(args.tokenizer, getattr(args, "argv", None)):
+        return 2
+    if args.fetch and fetch_first(args):
         return 2
     options = {k: parse_option_value(v) for k, v in args.option}
     if args.protocol:  # the builders read it as the `protocol` option (mmlbdata.official.protocol)
@@ -120,15 +130,6 @@ def run(args: argparse.Namespace) -> int:
                   tokenizer=args.tokenizer, progress=not args.no_progress, num_proc=args.num_proc,
                   shard_bytes=parse_size(args.shard_size) if args.shard_size else None, layout=args.layout,
                   executor=_executor(args))
-    if not args.all and not args.configs:
-        print("error: name configs to build, or use --all (see `mmlb list`)", file=sys.stderr)
-        return 2
-    problem = sources_problem(args.source, args.sources_dir)
-    if problem:
-        print(f"error: {problem}", file=sys.stderr)
-        return 2
-    if tokenizer_or_message(args.tokenizer, getattr(args, "argv", None)):
-        return 2
     try:
         if args.all:
             return run_all(args, common)
