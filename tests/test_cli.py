@@ -66,9 +66,14 @@ def test_full_build_without_sources_says_the_way_forward_once(tmp_path, tokenize
 
 
 def test_stats_of_an_unbuilt_folder_is_an_error_on_stderr(tmp_path, capsys):
-    assert main(["stats", str(tmp_path / "empty")]) == 1  # as `mmlb card` / `mmlb export` say it
-    captured = capsys.readouterr()
-    assert captured.out == "" and captured.err.startswith("error: no built config in")
+    (tmp_path / "empty").mkdir()
+    for command in ("stats", "card", "export"):  # each says it the same way
+        argv = [command, str(tmp_path / "empty")] + (["--format", "lmms-eval", "--out", "x"] if command == "export" else [])
+        assert main(argv) == 1
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err.startswith("error: no built config in")
+        assert main([command, str(tmp_path / "mmbl"), *argv[2:]]) == 1
+        assert capsys.readouterr().err.startswith(f"error: {tmp_path / 'mmbl'}: no such folder")
 
 
 @pytest.mark.parametrize("command", [[], ["build"], ["list"], ["stats"], ["demo"], ["push"]])

@@ -114,3 +114,23 @@ def dataset_problem(text: str, flag: str = "--data") -> Optional[str]:
         return (f"{flag} {text}: no such local folder ({path.absolute()}), and the Hub repository {text} "
                 f"cannot be reached: {why}")
     return None
+
+
+def built_folder_problem(folder: str, configs: Optional[Sequence[str]] = None) -> Optional[str]:
+    """Why ``folder`` is not a built dataset folder holding ``configs`` (None: it is), checked before
+    any work or network call: a mistyped folder is named as missing, not pushed as an empty dataset."""
+    from mmlbdata.core.suggest import did_you_mean
+    from mmlbdata.dataset.stats import configs_in
+
+    path = Path(folder).expanduser()
+    if not path.is_dir():
+        return (f"{folder}: no such folder: {path.absolute()}" if not path.exists() else
+                f"{folder}: {path.absolute()} is a file; give the folder `mmlb build --out` wrote")
+    built = configs_in(path)
+    if not built:
+        return (f"no built config in {folder} (no <config>.metadata.parquet or data/<config>/ in "
+                f"{path.absolute()}): give the folder `mmlb build --out` wrote")
+    for name in configs or []:
+        if name not in built:
+            return f"{folder}: config {name!r} is not built there{did_you_mean(name, built)}; built: {', '.join(built)}"
+    return None

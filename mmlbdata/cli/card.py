@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from mmlbdata.cli._common import absolute
+from mmlbdata.cli._common import absolute, built_folder_problem
 from mmlbdata.core.extras import MissingExtraError
 from mmlbdata.dataset.card import render_card
 from mmlbdata.dataset.stats import DamagedShardError
@@ -30,6 +30,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    problem = built_folder_problem(args.folder, args.config if "config" in args else None)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 1
     note = None
     try:
         try:

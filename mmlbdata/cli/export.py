@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from mmlbdata.cli._common import absolute
+from mmlbdata.cli._common import absolute, built_folder_problem
 from mmlbdata.exports import FORMATS
 
 
@@ -34,6 +34,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    problem = built_folder_problem(args.folder, args.config if "config" in args else None)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 1
     folder, out = Path(args.folder), Path(absolute(args.out))  # printed paths and the README's: pasteable
     try:
         if args.format == "lmms-eval":

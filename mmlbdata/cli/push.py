@@ -4,12 +4,9 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from pathlib import Path
 
-from mmlbdata.cli._common import absolute
-from mmlbdata.core.suggest import did_you_mean
+from mmlbdata.cli._common import absolute, built_folder_problem
 from mmlbdata.dataset.hub import FolderUploader, push_folder
-from mmlbdata.dataset.stats import configs_in
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -56,24 +53,8 @@ def one_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text[:300]}"
 
 
-def folder_problem(folder: str, configs: list[str] | None) -> str | None:
-    """Why ``folder`` cannot be pushed (checked before any network call), or None."""
-    path = Path(folder).expanduser()
-    if not path.is_dir():
-        return f"{folder}: no such folder: {path.absolute()}" if not path.exists() else \
-            f"{folder}: {path.absolute()} is a file; give the folder `mmlb build --out` wrote"
-    built = configs_in(path)
-    if not built:
-        return (f"{folder}: no built config in {path.absolute()} (no <config>.metadata.parquet, no "
-                "data/<config>/): give the folder `mmlb build --out` wrote")
-    for name in configs or []:
-        if name not in built:
-            return f"{folder}: config {name!r} is not built there{did_you_mean(name, built)}; built: {', '.join(built)}"
-    return None
-
-
 def run(args: argparse.Namespace) -> int:
-    problem = folder_problem(args.folder, args.config)
+    problem = built_folder_problem(args.folder, args.config)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 1
