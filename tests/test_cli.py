@@ -68,7 +68,8 @@ def test_full_build_without_sources_says_the_way_forward_once(tmp_path, tokenize
 def test_stats_of_an_unbuilt_folder_is_an_error_on_stderr(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     for command in ("stats", "card", "export"):  # each says it the same way
-        argv = [command, str(tmp_path / "empty")] + (["--format", "lmms-eval", "--out", "x"] if command == "export" else [])
+        extra = ["--format", "lmms-eval", "--out", "x"] if command == "export" else []
+        argv = [command, str(tmp_path / "empty"), *extra]
         assert main(argv) == 1
         captured = capsys.readouterr()
         assert captured.out == "" and captured.err.startswith("error: no built config in")

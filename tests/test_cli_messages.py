@@ -34,7 +34,8 @@ def test_push_of_a_mistyped_config_gets_a_suggestion(tmp_path, capsys):
     from mmlbdata.runner.smoke import write_built
 
     folder = write_built(tmp_path / "built", {"vh_single_8k": []})
-    code, err = run(capsys, "push", folder, "--repo", "org/mmlb", "--config", "vh_singel_8k", "--dry-run", tmp_path / "d")
+    code, err = run(capsys, "push", folder, "--repo", "org/mmlb", "--config", "vh_singel_8k",
+                    "--dry-run", tmp_path / "d")
     assert code == 1 and "did you mean 'vh_single_8k'" in err
 
 

@@ -24,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="template name in mmlbdata/dataset/cards/ (default: the one covering the folder's families)")
     parser.add_argument("--repo", default=None, help="Hub repo id shown in the loading examples")
     parser.add_argument("--templates", default=None, metavar="DIR", help="templates folder (default: mmlbdata/dataset/cards/, or $MMLB_CARDS_DIR)")
-    parser.add_argument("--no-plot", action="store_true", help="do not draw stats.png (drawn with matplotlib, from the `eval` extra; "
+    parser.add_argument("--no-plot", action="store_true",
+                        help="do not draw stats.png (drawn with matplotlib, from the `eval` extra; "
                              "without it the card is written without the plot)")
     parser.set_defaults(func=run)
 

@@ -216,8 +216,8 @@ def _table(values: Iterable[tuple]) -> dict:
     for key, score, *was_answered in values:
         groups[key].append(score)
         answered[key] += bool(was_answered[0]) if was_answered else 1
-    return {k: {"score": mean(groups[k]), "n": len(groups[k]), "answered": answered[k], **uncertainty.summary(groups[k])}
-            for k in sorted(groups, key=_length_key)}
+    return {k: {"score": mean(groups[k]), "n": len(groups[k]), "answered": answered[k],
+                **uncertainty.summary(groups[k])} for k in sorted(groups, key=_length_key)}
 
 
 def counts_missing(metric_options: dict | None) -> bool:
@@ -250,8 +250,9 @@ def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_o
     one as wrong (``counts_missing``), with its ``stderr`` and bootstrap ``ci95``; ``answered`` of
     ``total`` and ``score_answered`` (the mean over the answered examples) beside it. Also: per
     metric, aggregates over the answered examples; tables by category/length (as the headline) and
-    meta groups (answered only); per-example {id, score, parsed}; problems (unknown ids, missing predictions). ``protocol``:
-    MMLongBench's (``mmlbdata.official.protocol``; None: the ``protocol`` of ``metric_options["*"]``, else v1.1)."""
+    meta groups (answered only); per-example {id, score, parsed}; problems (unknown ids, missing
+    predictions). ``protocol``: MMLongBench's (``mmlbdata.official.protocol``; None: the ``protocol``
+    of ``metric_options["*"]``, else v1.1)."""
     metric_options = dict(metric_options or {})
     if protocol is not None:
         from mmlbdata.official.protocol import get as get_protocol
