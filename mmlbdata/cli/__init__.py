@@ -29,7 +29,7 @@ COMMANDS = ["list", "build", "stats", "demo", "push", "fetch", "eval", "run", "c
 
 
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         **SUGGESTIONS, prog="mmlb",
         description="Build long-context multimodal benchmarks (MMLongBench, MMNeedle, MMLongBench-Doc, "
                     "ReadBench, LongVideoBench) as Hugging Face datasets, publish them, and score models.",
@@ -46,6 +46,16 @@ def make_parser() -> argparse.ArgumentParser:
         if "--no-progress" not in command._option_string_actions:
             command.add_argument("--no-progress", action="store_true", help="hide progress bars")
     return parser
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, but an unknown flag is reported by the subcommand it was given to."""
+
+    def parse_args(self, args=None, namespace=None):
+        parsed, unknown = self.parse_known_args(args, namespace)
+        if unknown:  # the subcommand's usage and the flags it meant (exits 2, as argparse does)
+            unrecognized(self, parsed, unknown)
+        return parsed
 
 
 def unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, unknown: list[str]) -> None:
@@ -102,10 +112,7 @@ def _printed_by_its_library(record: logging.LogRecord) -> bool:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = [*(sys.argv[1:] if argv is None else argv)]  # (`list` here is the `mmlb list` module)
-    parser = make_parser()
-    args, unknown = parser.parse_known_args(argv)
-    if unknown:  # the subcommand's usage and the flags it meant (exits 2, as argparse does)
-        unrecognized(parser, args, unknown)
+    args = make_parser().parse_args(argv)
     args.argv = argv  # messages that show the command to run again (the tokenizer hint)
     if args.global_tokenizer:  # `mmlb --tokenizer X demo` as well as `mmlb demo --tokenizer X`
         os.environ[TOKENIZER_ENV] = str(Path(args.global_tokenizer).expanduser().absolute())
