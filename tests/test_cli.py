@@ -56,15 +56,25 @@ def test_full_build_without_sources_says_the_way_forward_once(tmp_path, tokenize
     assert main(["build", "--all", "--benchmark", "mmneedle", "--sources-dir", str(tmp_path / "sources"),
                  "--out", str(tmp_path / "o"), "--tokenizer", str(tokenizer_path), "--no-progress"]) == 1
     captured = capsys.readouterr()
-    assert captured.out.count("missing sources") > 1 and not (tmp_path / "o").exists()
+    assert "missing sources" not in captured.out and not (tmp_path / "o").exists()
+    # one compact summary: a line per missing source key, not one per config
+    summary = captured.out[captured.out.index("not built, sources missing: "):].splitlines()
+    assert summary[1].split()[:3] == ["source", "key", "configs"]
+    assert len(summary) == 2 + len({line.split()[0] for line in summary[2:]}) < 10
     notes = [line for line in captured.err.splitlines() if line.startswith("note:")]
     assert len(notes) == 1 and "not built for lack of sources" in notes[0] and "--fetch" in notes[0]
 
 
 def test_stats_of_an_unbuilt_folder_is_an_error_on_stderr(tmp_path, capsys):
-    assert main(["stats", str(tmp_path / "empty")]) == 1  # as `mmlb card` / `mmlb export` say it
-    captured = capsys.readouterr()
-    assert captured.out == "" and captured.err.startswith("error: no built config in")
+    (tmp_path / "empty").mkdir()
+    for command in ("stats", "card", "export"):  # each says it the same way
+        extra = ["--format", "lmms-eval", "--out", "x"] if command == "export" else []
+        argv = [command, str(tmp_path / "empty"), *extra]
+        assert main(argv) == 1
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err.startswith("error: no built config in")
+        assert main([command, str(tmp_path / "mmbl"), *argv[2:]]) == 1
+        assert capsys.readouterr().err.startswith(f"error: {tmp_path / 'mmbl'}: no such folder")
 
 
 @pytest.mark.parametrize("command", [[], ["build"], ["list"], ["stats"], ["demo"], ["push"]])

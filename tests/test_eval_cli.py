@@ -74,17 +74,22 @@ def test_eval_tables_report_plot_and_problems(built, tmp_path, capsys, monkeypat
     assert "vh_single_8k" in printed and "malformed prediction lines: 2" in printed and "line 4" in printed
     report = json.loads((out / "report.json").read_text())
     res = report["configs"]["vh_single_8k"]
-    # vh0 right, vh1 wrong (gold no), vh2 right; vh3 has no prediction
-    assert res["n"] == 3 and res["score"] == pytest.approx(2 / 3)
+    # vh0 right, vh1 wrong (gold no), vh2 right; vh3 has no prediction: counted as wrong
+    assert (res["answered"], res["total"], res["n"]) == (3, 4, 4) and res["score"] == pytest.approx(2 / 4)
+    assert res["score_answered"] == pytest.approx(2 / 3) and res["missing_counted_as_wrong"] is True
+    assert res["stderr"] == pytest.approx((1 / 3) ** 0.5 / 2)  # sample std of [1, 0, 1, 0] / sqrt(4)
     assert {e["id"]: (e["score"], e["parsed"]) for e in res["examples"]} == {
         "vh0": (1.0, "yes"), "vh1": (0.0, "yes"), "vh2": (1.0, "yes")}
     assert res["problems"]["unknown_ids"] == ["ghost"] and res["problems"]["missing_predictions"] == 1
-    assert res["by_length"] == {"8k": {"score": pytest.approx(2 / 3), "n": 3}}
+    assert {k: v for k, v in res["by_length"]["8k"].items() if k != "ci95"} == {
+        "score": 0.5, "n": 4, "answered": 3, "stderr": pytest.approx((1 / 3) ** 0.5 / 2)}
+    low, high = res["by_length"]["8k"]["ci95"]
+    assert 0.0 <= low < 0.5 < high <= 1.0
     assert report["configs"]["vh_single_16k"]["by_category"]["NIAH"]["score"] == 1.0
     assert [m["line"] for m in report["problems"]["malformed_lines"]] == [4, 5]
-    # pooled per dataset (3 of 4 visual_haystack right), then unweighted over datasets
-    assert report["overall"]["by_dataset"] == {"visual_haystack": 0.75}
-    assert report["overall"]["mean_over_configs"] == pytest.approx((2 / 3 + 1) / 2)
+    # pooled per dataset (3 of 5 visual_haystack right, the unanswered one wrong), then unweighted
+    assert report["overall"]["by_dataset"] == {"visual_haystack": 0.6}
+    assert report["overall"]["mean_over_configs"] == pytest.approx((2 / 4 + 1) / 2)
     assert (out / "scores.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # a baseline run gives deltas (ReadBench image-minus-text)
     out2 = tmp_path / "out2"
@@ -93,7 +98,7 @@ def test_eval_tables_report_plot_and_problems(built, tmp_path, capsys, monkeypat
     delta = json.loads((out2 / "report.json").read_text())["delta_vs_baseline"]
     assert delta["vh_single_8k"]["score"] == 0.0
     # baseline covered 2 configs, this run 1: per-dataset delta compares pooled scores
-    assert delta["overall"]["by_dataset"]["visual_haystack"] == pytest.approx(2 / 3 - 0.75)
+    assert delta["overall"]["by_dataset"]["visual_haystack"] == pytest.approx(2 / 4 - 0.6)
 
 
 def test_eval_mmlongbench_doc_extractor_none_and_missing_judge(built, tmp_path, capsys, monkeypatch):

@@ -44,7 +44,7 @@ def test_hf_hub_offline_fails_without_a_probe(monkeypatch, tmp_path):
     monkeypatch.setattr(tokens, "_DEFAULT_LOOKUP", {})
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
     monkeypatch.setattr("huggingface_hub.try_to_load_from_cache", lambda *a, **k: None)
-    monkeypatch.setattr(tokens, "_hub_unreachable", lambda *a, **k: pytest.fail("probed while offline"))
+    monkeypatch.setattr(tokens, "hub_unreachable", lambda *a, **k: pytest.fail("probed while offline"))
     with pytest.raises(tokens.TokenizerNotFoundError, match="HF_HUB_OFFLINE is set"):
         tokens.find_tokenizer_model()
     # remembered: the second lookup does not search again

@@ -97,6 +97,7 @@ def test_card_command_and_stats_plot(built, tmp_path, capsys):
     assert (tmp_path / "p.png").stat().st_size > 1000
     assert main(["card", str(folder), "--benchmark", "readbench"]) == 0  # forced template
     assert split_front_matter((folder / "README.md").read_text())[0]["pretty_name"].startswith("ReadBench")
+    (tmp_path / "empty").mkdir()  # (a folder that does not exist is named as such: test_cli.py)
     assert main(["card", str(tmp_path / "empty")]) == 1
     assert "no built config" in capsys.readouterr().err
 
@@ -305,7 +306,7 @@ def test_vlmevalkit_tsv_decodes_to_the_same_images_and_question(built, tmp_path)
     import pandas as pd
 
     assert main(["export", str(built), "--format", "vlmevalkit", "--out", str(tmp_path / "b64"),
-                 "--config", "vh_single_8k"]) == 0
+                 "--config", "vh_single_8k", "--images", "base64"]) == 0
     assert main(["export", str(built), "--format", "vlmevalkit", "--out", str(tmp_path / "paths"),
                  "--config", "vh_single_8k", "--images", "path"]) == 0
     raw = list(iter_rows(built, "vh_single_8k"))

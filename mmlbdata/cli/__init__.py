@@ -17,15 +17,20 @@ from typing import Optional, Sequence
 
 from mmlbdata import __version__
 from mmlbdata.core.extras import MissingExtraError
+from mmlbdata.core.suggest import did_you_mean
 from mmlbdata.core.tokens import TOKENIZER_ENV
+
+#: argparse's own suggestions for mistyped subcommands and choices (Python >= 3.14); mistyped
+#: flags get "did you mean" from ``unrecognized`` on every version
+SUGGESTIONS = {"suggest_on_error": True} if sys.version_info >= (3, 14) else {}
 
 #: the subcommands, in the order ``mmlb --help`` lists them; each is a module of this package
 COMMANDS = ["list", "build", "stats", "demo", "push", "fetch", "eval", "run", "card", "export"]
 
 
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="mmlb",
+    parser = Parser(
+        **SUGGESTIONS, prog="mmlb",
         description="Build long-context multimodal benchmarks (MMLongBench, MMNeedle, MMLongBench-Doc, "
                     "ReadBench, LongVideoBench) as Hugging Face datasets, publish them, and score models.",
         epilog="Start with `mmlb demo --out demo_mmlb`, then `mmlb list` and `mmlb build --help`.",
@@ -41,6 +46,30 @@ def make_parser() -> argparse.ArgumentParser:
         if "--no-progress" not in command._option_string_actions:
             command.add_argument("--no-progress", action="store_true", help="hide progress bars")
     return parser
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, but an unknown flag is reported by the subcommand it was given to."""
+
+    def parse_args(self, args=None, namespace=None):
+        parsed, unknown = self.parse_known_args(args, namespace)
+        if unknown:  # the subcommand's usage and the flags it meant (exits 2, as argparse does)
+            unrecognized(self, parsed, unknown)
+        return parsed
+
+
+def unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, unknown: list[str]) -> None:
+    """argparse's "unrecognized arguments" error from the subcommand's own parser (its usage, not
+    the top-level one), with "did you mean" for each mistyped flag."""
+    command = parser._subparsers._group_actions[0].choices.get(args.command, parser)
+    flags = [*command._option_string_actions, *parser._option_string_actions]
+    hints = []
+    for arg in unknown:
+        if arg.startswith("--"):
+            close = did_you_mean(arg.split("=", 1)[0], flags)
+            if close:
+                hints.append(f"{arg}{close}")
+    command.error(f"unrecognized arguments: {' '.join(unknown)}" + ("; " + "; ".join(hints) if hints else ""))
 
 
 @contextlib.contextmanager
@@ -82,7 +111,9 @@ def _printed_by_its_library(record: logging.LogRecord) -> bool:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = [*(sys.argv[1:] if argv is None else argv)]  # (`list` here is the `mmlb list` module)
     args = make_parser().parse_args(argv)
+    args.argv = argv  # messages that show the command to run again (the tokenizer hint)
     if args.global_tokenizer:  # `mmlb --tokenizer X demo` as well as `mmlb demo --tokenizer X`
         os.environ[TOKENIZER_ENV] = str(Path(args.global_tokenizer).expanduser().absolute())
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,

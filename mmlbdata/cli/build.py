@@ -5,8 +5,10 @@ import argparse
 import signal
 import sys
 import time
+from pathlib import Path
 
 from mmlbdata.cli._common import absolute, key_value, parse_option_value, positive_int, tokenizer_or_message
+from mmlbdata.core.suggest import did_you_mean
 from mmlbdata.dataset.build import (
     build_all,
     build_configs,
@@ -14,9 +16,12 @@ from mmlbdata.dataset.build import (
     select_configs,
     sources_from_dir,
     summary_table,
+    write_failure_manifest,
 )
-from mmlbdata.dataset.registry import UnknownConfigError
+from mmlbdata.dataset.registry import UnknownConfigError, sources_by_key
 from mmlbdata.official.protocol import PROTOCOLS
+
+EXAMPLES_SHOWN = 2  # the skipped records printed per reason (the manifest keeps more)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -105,7 +110,17 @@ def _executor(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     _exit_on_sigterm()
-    if args.fetch and (args.all or args.configs) and fetch_first(args):
+    if not args.all and not args.configs:
+        print("error: name configs to build, or use --all (see `mmlb list`)", file=sys.stderr)
+        return 2
+    # every path given, then the tokenizer: checked before any download, cluster or build
+    problem = sources_problem(args.source, None if args.fetch else args.sources_dir)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    if tokenizer_or_message(args.tokenizer, getattr(args, "argv", None)):
+        return 2
+    if args.fetch and fetch_first(args):
         return 2
     options = {k: parse_option_value(v) for k, v in args.option}
     if args.protocol:  # the builders read it as the `protocol` option (mmlbdata.official.protocol)
@@ -115,11 +130,6 @@ def run(args: argparse.Namespace) -> int:
                   tokenizer=args.tokenizer, progress=not args.no_progress, num_proc=args.num_proc,
                   shard_bytes=parse_size(args.shard_size) if args.shard_size else None, layout=args.layout,
                   executor=_executor(args))
-    if not args.all and not args.configs:
-        print("error: name configs to build, or use --all (see `mmlb list`)", file=sys.stderr)
-        return 2
-    if tokenizer_or_message(args.tokenizer):
-        return 2
     try:
         if args.all:
             return run_all(args, common)
@@ -129,6 +139,21 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     return print_summary(results, args.out)
+
+
+def sources_problem(given: list[tuple[str, str]], sources_dir: str | None) -> str | None:
+    """Before any work: every --source key is one a recipe reads (a close one proposed) and every
+    path given exists (a mistyped key would otherwise be ignored without a word)."""
+    known = sources_by_key()
+    if sources_dir is not None and not Path(sources_dir).expanduser().is_dir():
+        return f"--sources-dir {sources_dir}: no such folder: {Path(sources_dir).expanduser().absolute()}"
+    for key, path in given:
+        if key not in known:
+            return (f"--source {key}={path}: no recipe reads a source {key!r}{did_you_mean(key, known)}; "
+                    "`mmlb list --sources` shows the keys")
+        if not Path(path).expanduser().exists():
+            return f"--source {key}={path}: no such file or folder: {Path(path).expanduser().absolute()}"
+    return None
 
 
 def fetch_first(args: argparse.Namespace) -> int:
@@ -162,8 +187,8 @@ def run_all(args: argparse.Namespace, common: dict) -> int:
     results = build_all(names, sources, args.out, force=args.force, **common)
     print(summary_table(results, time.perf_counter() - started))
     failed = [r for r in results if r.status == "failed"]
-    for r in failed:
-        print(f"failed {r.config}: {r.error}", file=sys.stderr)
+    for r in results:
+        print_skipped(r, args.out)
     unsourced = sum(r.status == "missing sources" for r in results)
     if unsourced:  # one way forward, said once rather than per config
         print(f"note: {unsourced} config(s) not built for lack of sources: give each key a folder under "
@@ -182,6 +207,30 @@ def parse_size(text: str) -> int:
     return int(upper)
 
 
+def print_skipped(result, out: str) -> None:
+    """The config's skipped records counted by reason, a few examples of each, and its notes; a
+    failed config's also go to ``manifests/<config>.failed.json`` (said here)."""
+    report = result.report
+    reasons = report.get("by_reason", [])
+    if reasons:
+        print(f"{result.config}: {report.get('num_skipped', 0)} record(s) skipped, by reason:", file=sys.stderr)
+        for entry in reasons:
+            print(f"  {entry['count']:>6}  {entry['reason']}", file=sys.stderr)
+            for example in entry["examples"][:EXAMPLES_SHOWN]:
+                print(f"            e.g. {example}", file=sys.stderr)
+    for note in report.get("notes", []):
+        print(f"    note: {note}", file=sys.stderr)
+    if result.status == "failed" and reasons:  # (a failure with nothing skipped leaves no folder behind)
+        try:
+            kept = f"why, and every skipped record: {absolute(write_failure_manifest(out, result))}"
+        except OSError as err:  # a full disk, say
+            kept = f"no failure manifest: {err}"
+        print(f"{result.config} failed: {result.error}\n    ({kept})", file=sys.stderr)
+    elif reasons and result.ok:
+        print(f"    (every skipped record: {absolute(Path(out) / 'manifests' / (result.config + '.json'))})",
+              file=sys.stderr)
+
+
 def print_summary(results, out: str) -> int:
     built = [r for r in results if r.ok]
     print(f"\n{'config':<36} {'rows':>6} {'images':>7} {'tokens(mean)':>12} {'fill':>6} {'skipped':>7}")
@@ -193,14 +242,8 @@ def print_summary(results, out: str) -> int:
                   f"{'-' if s.fill_ratio is None else f'{s.fill_ratio:.3f}':>6} {skipped:>7}")
         else:
             print(f"{r.config:<36} FAILED: {r.error}")
-        for item in r.report.get("skipped", [])[:10]:
-            where = f"{item['file']} [{item['record']}]" if item["record"] else item["file"]
-            print(f"    skipped {where}: {item['reason']}", file=sys.stderr)
-        if skipped > 10:
-            where = f"in {out}/manifests/{r.config}.json" if r.ok else "(the build failed: no manifest written)"
-            print(f"    ... {skipped - 10} more skipped records {where}", file=sys.stderr)
-        for note in r.report.get("notes", []):
-            print(f"    note: {note}", file=sys.stderr)
+    for r in results:
+        print_skipped(r, out)
     if built:
         print(f"\nload with: datasets.load_dataset({absolute(out)!r}, {built[0].config!r}, split='test')")
     failed = [r.config for r in results if not r.ok]

@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if tokenizer_or_message(args.tokenizer):
+    if tokenizer_or_message(args.tokenizer, getattr(args, "argv", None)):
         return 2
     out = Path(args.out).expanduser().absolute()
     with tempfile.TemporaryDirectory(prefix="mmlb-demo-") as tmp:

@@ -1,13 +1,21 @@
-"""``mmlb eval PREDICTIONS --data DIR --config NAME --out DIR``: score predictions."""
+"""``mmlb eval PREDICTIONS --data DIR --config NAME --out DIR``: score predictions.
+
+PREDICTIONS is JSON lines, one object per line with the example's ``id``, its ``config`` (or pass
+--config) and the model's ``prediction`` text, e.g.
+{"id": "vh_single_00000_d0.0", "config": "vh_single_8k", "prediction": "Yes"}
+(`mmlb run` writes this file). The score of a config counts every example: one without a
+prediction counts as wrong. The answered-only mean is printed beside it, labelled as such.
+"""
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import os
 import sys
 from pathlib import Path
 
-from mmlbdata.cli._common import absolute
+from mmlbdata.cli._common import absolute, dataset_problem
 from mmlbdata.core.extras import MissingExtraError
 from mmlbdata.official.protocol import DEFAULT as DEFAULT_PROTOCOL
 from mmlbdata.official.protocol import PROTOCOLS
@@ -17,9 +25,11 @@ log = logging.getLogger(__name__)
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("eval", help="score a predictions JSONL against a built dataset",
-                              description=__doc__)
-    p.add_argument("predictions", help="JSONL: {id, config, prediction} per line")
-    p.add_argument("--data", required=True, help="built dataset folder (README configs + data/<config>/)")
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("predictions", help='JSON lines: {"id": ..., "config": ..., "prediction": "..."} per line')
+    p.add_argument("--data", required=True,
+                   help="the dataset: a folder written by `mmlb build --out` (either layout), or a Hub "
+                        "dataset repo id (org/name)")
     p.add_argument("--config", action="append", default=None,
                    help="config to score (repeatable; default: every config named in the predictions)")
     p.add_argument("--out", required=True, help="folder for report.json and scores.png")
@@ -106,19 +116,64 @@ def metric_options(args, judge) -> dict:
     }
 
 
+def input_problem(args) -> str | None:
+    """What is wrong with the predictions file or --data, found before any work (None: nothing)."""
+    predictions = Path(args.predictions).expanduser()
+    if not predictions.is_file():
+        what = "is a folder, not a file" if predictions.is_dir() else "not found"
+        return f"predictions file {what}: {predictions.absolute()}"
+    return dataset_problem(args.data)
+
+
+def nothing_scored(result: dict) -> str | None:
+    """The message when no config has a single scored prediction (None: something was scored)."""
+    if any(r["answered"] for r in result["configs"].values()):
+        return None
+    lines = ["nothing could be scored: no prediction matches an example of " + ", ".join(result["configs"])]
+    for config, r in result["configs"].items():
+        unknown = r["problems"]["unknown_ids"]
+        if unknown:
+            lines.append(f"  {config}: {len(unknown)} prediction id(s) are not among its {r['total']} examples, "
+                         f"e.g. {unknown[:3]} (its ids: {r['problems']['missing_ids'][:3]})")
+    return "\n".join(lines)
+
+
 def run(args) -> int:
-    from mmlbdata.evaluation import report as rep
     from mmlbdata.evaluation.evaluate import evaluate
 
+    problem = input_problem(args)
+    if problem:
+        print(f"mmlb eval: {problem}", file=sys.stderr)
+        return 2
     out = Path(absolute(args.out))  # the report line below is pasteable from anywhere
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     judge = build_judge(args, out)
     try:
         result = evaluate(args.predictions, args.data, args.config, metric_options(args, judge), parity=args.parity,
                           protocol=args.protocol)
     except (RuntimeError, ValueError, KeyError, FileNotFoundError) as exc:
-        print(f"mmlb eval: {exc}", file=sys.stderr)
-        return 2
+        return fail(str(exc), out, created, status=2)
+    empty = nothing_scored(result)
+    if empty:
+        return fail(empty, out, created, status=1)
+    return write_outputs(args, result, judge, out)
+
+
+def fail(message: str, out: Path, created: bool, status: int) -> int:
+    """Print the message; an --out folder this run created and left empty goes (a judge cache stays)."""
+    from mmlbdata.dataset.writer import remove_if_empty
+
+    if created:
+        remove_if_empty(out)
+    print(f"mmlb eval: {message}", file=sys.stderr)
+    return status
+
+
+def write_outputs(args, result: dict, judge, out: Path) -> int:
+    """report.json, scores.png (unless --no-plot or nothing to draw) and the printed tables."""
+    from mmlbdata.evaluation import report as rep
+
     if judge is not None and (judge.usage.calls or judge.usage.cache_hits or judge.usage.failures):
         result["judge"] = judge.summary()
     if args.baseline:

@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from mmlbdata.cli._common import absolute
+from mmlbdata.cli._common import absolute, built_folder_problem
 from mmlbdata.exports import FORMATS
 
 
@@ -13,7 +13,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "export", help="export a built folder for lmms-eval, VLMEvalKit or MMLongBench's evaluation code",
         description="lmms-eval: a task folder per family (YAML + utils.py scoring with mmlbdata's metrics). "
-                    "vlmevalkit: one TSV per config (index, image as base64 or image_path, question, answer, "
+                    "vlmevalkit: one TSV per config (index, image_path or image as base64, question, answer, "
                     "category) + mmlb_vlmevalkit.json; run VLMEvalKit with LMUData=OUT through "
                     "`python -m mmlbdata.exports.vlmevalkit_dataset VLMEvalKit/run.py --data CONFIG --model M` "
                     "(VQA type, interleaved images, scored by mmlbdata). mmlongbench: the official release "
@@ -25,12 +25,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--config", action="append", default=None, help="only these configs")
     parser.add_argument("--dataset-path", default=None,
                         help="lmms-eval: the dataset_path tasks load (a Hub repo id; default: this folder)")
-    parser.add_argument("--images", choices=["base64", "path"], default="base64",
-                        help="vlmevalkit: embed images as base64 (default) or write files + image_path")
+    parser.add_argument("--images", choices=["base64", "path"], default="path",
+                        help="vlmevalkit: path (default): each image written once under OUT/images/, rows name "
+                             "them by absolute image_path (VLMEvalKit's ImageBaseDataset reads such rows: no "
+                             "`image` column makes it meta_only); base64: self-contained TSVs with a copy of every "
+                             "image in each row that shows it (often 50x the folder; MMLongBench's own TSVs)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    problem = built_folder_problem(args.folder, args.config if "config" in args else None)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 1
     folder, out = Path(args.folder), Path(absolute(args.out))  # printed paths and the README's: pasteable
     try:
         if args.format == "lmms-eval":
@@ -50,4 +57,21 @@ def run(args: argparse.Namespace) -> int:
         return 1
     for path in written:
         print(path)
+    if args.format == "vlmevalkit" and args.images == "base64":
+        warn_if_large(written)
     return 0
+
+
+#: above this many bytes of base64 TSV, ``--images path`` is proposed (decimal, as human_bytes prints)
+LARGE_TSV_BYTES = 200 * 10**6
+
+
+def warn_if_large(written: list) -> None:
+    """Say the size of base64 TSVs past LARGE_TSV_BYTES, and the smaller form."""
+    from mmlbdata.core.report import human_bytes
+
+    total = sum(Path(p).stat().st_size for p in written if str(p).endswith(".tsv"))
+    if total > LARGE_TSV_BYTES:
+        print(f"note: the TSVs hold {human_bytes(total)}: --images base64 puts a copy of every image in each row "
+              "that shows it; --images path (the default) writes each image once under OUT/images/ and VLMEvalKit "
+              "reads the rows' image_path", file=sys.stderr)

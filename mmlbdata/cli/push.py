@@ -5,7 +5,7 @@ import argparse
 import re
 import sys
 
-from mmlbdata.cli._common import absolute
+from mmlbdata.cli._common import absolute, built_folder_problem
 from mmlbdata.dataset.hub import FolderUploader, push_folder
 
 
@@ -54,6 +54,10 @@ def one_line(err: BaseException) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    problem = built_folder_problem(args.folder, args.config)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 1
     uploader = FolderUploader(args.dry_run) if args.dry_run else None
     try:
         plan = push_folder(args.folder, args.repo, configs=args.config, private=args.private,

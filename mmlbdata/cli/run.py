@@ -5,7 +5,7 @@ import logging
 import sys
 from typing import Optional
 
-from mmlbdata.cli._common import positive_int
+from mmlbdata.cli._common import dataset_problem, positive_int
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +92,10 @@ def run(args) -> int:
 
     # per-config throughput lines even when the CLI logs warnings only
     logging.getLogger("mmlbdata.runner").setLevel(logging.INFO)
+    problem = dataset_problem(args.data)  # before a model is loaded
+    if problem:
+        print(f"mmlb run: {problem}", file=sys.stderr)
+        return 2
     if args.ray is not None:  # the replicas load the model, never this process
         return run_ray(args)
     try:

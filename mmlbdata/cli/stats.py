@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from mmlbdata.cli._common import absolute
+from mmlbdata.cli._common import absolute, built_folder_problem
 from mmlbdata.core.extras import MissingExtraError
 from mmlbdata.dataset.demo import DEMO_NOTE, demo_configs
 from mmlbdata.dataset.stats import DamagedShardError, configs_in, folder_distributions, plot_distributions
@@ -29,12 +29,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    problem = built_folder_problem(args.folder, args.config if "config" in args else None)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 1
     folder = Path(args.folder)
     names = args.config or configs_in(folder)
-    if not names:
-        print(f"error: no built config in {folder} (no <config>.metadata.parquet or data/<config>/ there)",
-              file=sys.stderr)
-        return 1
     try:
         dists = folder_distributions(folder, names)
     except (DamagedShardError, FileNotFoundError) as err:

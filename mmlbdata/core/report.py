@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -12,6 +13,16 @@ from typing import Mapping, Optional
 logger = logging.getLogger("mmlbdata")
 
 MAX_DETAILS = 1000  # keep memory bounded on huge, very dirty sources
+EXAMPLES_PER_REASON = 3  # the records kept to show for each kind of reason
+
+#: the particulars of a reason (a quoted name, a list): blanked, the rest is its kind
+_PARTICULARS = re.compile(r"'[^']*'|\"[^\"]*\"|\[[^\]]*\]")
+
+
+def reason_kind(reason: str) -> str:
+    """``document 'a.pdf' not found`` -> ``document '…' not found``: skips counted by kind, not by
+    file name (one missing document is one reason however many questions it had)."""
+    return _PARTICULARS.sub(lambda m: m.group(0)[0] + "…" + m.group(0)[-1], reason)
 
 
 @dataclass(frozen=True)
@@ -52,6 +63,9 @@ class BuildReport:
     counts: Counter = field(default_factory=Counter)
     #: source key -> root; set by the build so files are named by :func:`source_label`
     sources: Mapping[str, os.PathLike] = field(default_factory=dict, repr=False)
+    #: every skip counted by :func:`reason_kind` (beyond MAX_DETAILS too), with a few examples each
+    reasons: Counter = field(default_factory=Counter)
+    examples: dict = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def skip(self, file: object, record: object, reason: str, field: Optional[str] = None) -> None:
@@ -59,10 +73,15 @@ class BuildReport:
         record's field at fault, when the reason is about one)."""
         item = Skipped(source_label(file, self.sources), None if record is None else str(record), reason, field)
         logger.info("skipped %s", item)
+        kind = reason_kind(reason)
         with self._lock:
             self.counts["skipped"] += 1
             if len(self.skipped) < MAX_DETAILS:
                 self.skipped.append(item)
+            self.reasons[kind] += 1
+            shown = self.examples.setdefault(kind, [])
+            if len(shown) < EXAMPLES_PER_REASON:
+                shown.append(str(item))
 
     def note(self, message: str) -> None:
         """Something the user should know that is not a skipped record (e.g. a capped option)."""
@@ -81,6 +100,12 @@ class BuildReport:
             "skipped": [vars(s) for s in self.skipped],
             "notes": list(self.notes),
         }
+
+    def by_reason(self) -> list[dict]:
+        """``[{"reason", "count", "examples"}]``, the most frequent kind first (what a build prints,
+        and a failed config's manifest keeps; not in the built manifest, whose bytes are pinned)."""
+        return [{"reason": kind, "count": count, "examples": list(self.examples.get(kind, []))}
+                for kind, count in sorted(self.reasons.items(), key=lambda kv: (-kv[1], kv[0]))]
 
     def summary(self) -> str:
         if not self.num_skipped and not self.notes:

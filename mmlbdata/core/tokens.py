@@ -166,39 +166,92 @@ def image_size(source: Union[str, os.PathLike, bytes]) -> tuple[int, int]:
 # Text tokens
 # --------------------------------------------------------------------------------------------
 
+#: the command ``tokenizer_help`` shows when the caller names none
+EXAMPLE_COMMAND = "mmlb demo --out demo_mmlb"
+
+
 class TokenizerNotFoundError(RuntimeError):
-    """No Llama-2 ``tokenizer.model`` could be located."""
+    """No usable Llama-2 ``tokenizer.model`` could be located. ``reason`` says why; the message
+    adds the ways to provide one (:func:`tokenizer_help`), with the command the user ran when the
+    CLI passes it to :meth:`explain`."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+    def explain(self, command: Union[str, None] = None) -> str:
+        return f"{self.reason}\n{tokenizer_help(command)}"
+
+    def __str__(self) -> str:
+        return self.explain()
 
 
 def find_tokenizer_model(path: Union[str, os.PathLike, None] = None) -> Path:
     """Locate the Llama-2 SentencePiece model.
 
-    Order: explicit ``path``; the ``MMLB_TOKENIZER`` environment variable; the Hugging Face cache;
-    one download of ``hf-internal-testing/llama-tokenizer/tokenizer.model``. The download is tried
-    only when the Hub answers a quick connection probe, and its outcome is remembered for the
-    process: an offline first run fails within seconds with one message, not once per config
-    after minutes of retries.
+    Order: explicit ``path`` (a file, or a folder holding ``tokenizer.model``); the
+    ``MMLB_TOKENIZER`` environment variable; the Hugging Face cache; one download of
+    ``hf-internal-testing/llama-tokenizer/tokenizer.model``. A given file that SentencePiece cannot
+    load is refused at once, saying what it is. The download is tried only when the Hub answers a
+    quick connection probe, and its outcome is remembered for the process: an offline first run
+    fails within seconds with one message, not once per config after minutes of retries.
     """
     for candidate, origin in ((path, "--tokenizer"), (os.environ.get(TOKENIZER_ENV), f"${TOKENIZER_ENV}")):
         if candidate:
-            candidate = Path(candidate).expanduser()
-            if not candidate.is_file():
-                raise TokenizerNotFoundError(
-                    f"the tokenizer model given by {origin} does not exist: {candidate.absolute()}\n"
-                    + tokenizer_help())
-            return candidate.absolute()
+            return _given_tokenizer(Path(candidate).expanduser().absolute(), origin)
     return _cached_or_downloaded_tokenizer()
 
 
-def tokenizer_help() -> str:
-    """Working commands that provide the tokenizer (shown whenever it cannot be found)."""
+def _given_tokenizer(candidate: Path, origin: str) -> Path:
+    """``candidate`` (or ``candidate/tokenizer.model``) once SentencePiece loads it."""
+    if candidate.is_dir():
+        inner = candidate / TOKENIZER_FILE
+        if not inner.is_file():
+            raise TokenizerNotFoundError(f"the folder given by {origin} has no {TOKENIZER_FILE}: {candidate}")
+        candidate = inner
+    if not candidate.is_file():
+        raise TokenizerNotFoundError(f"the tokenizer model given by {origin} does not exist: {candidate}")
+    import sentencepiece as spm
+
+    try:
+        spm.SentencePieceProcessor(model_file=str(candidate))
+    except (RuntimeError, OSError) as err:
+        raise TokenizerNotFoundError(f"the file given by {origin} is not a SentencePiece tokenizer model: "
+                                     f"{candidate} is {describe_file(candidate)}") from err
+    return candidate
+
+
+def describe_file(path: Path) -> str:
+    """What a file that should have been a tokenizer model holds, in a few words."""
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        head = f.read(200)
+    kinds = ((b"version https://git-lfs", "a Git LFS pointer, not the file (run `git lfs pull` where it came from)"),
+             (b"{", "a JSON file (tokenizer.json or a config? mmlb needs the SentencePiece tokenizer.model)"),
+             (b"<", "an HTML/XML page (a download that returned a web page?)"),
+             (b"PK\x03\x04", "a zip archive"), (b"\x1f\x8b", "a gzip archive"))
+    if size == 0:
+        return "an empty file"
+    for magic, what in kinds:
+        if head.lstrip().startswith(magic):
+            return f"{what}, {size} bytes"
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        return f"a {size}-byte binary file that SentencePiece cannot parse"
+    return f"a {size}-byte text file starting {text.splitlines()[0][:60]!r}"
+
+
+def tokenizer_help(command: Union[str, None] = None) -> str:
+    """Working commands that provide the tokenizer (shown whenever it cannot be found); ``command``:
+    the one the user ran, shown with the --tokenizer to add."""
     return (
         "Provide Meta's Llama-2 tokenizer.model (500 kB) in one of these ways:\n"
         f"  * download it once on any online machine:  hf download {TOKENIZER_REPO} {TOKENIZER_FILE} "
         "--local-dir ./llama2\n"
         "    (or take tokenizer.model from Meta's Llama-2 release), copy it here, then\n"
         f"  * export {TOKENIZER_ENV}=/abs/path/to/llama2/tokenizer.model\n"
-        "  * or give it to one command:  mmlb demo --out demo_mmlb --tokenizer ./llama2/tokenizer.model\n"
+        f"  * or give it to the command:  {command or EXAMPLE_COMMAND} --tokenizer ./llama2/tokenizer.model\n"
         "    (--tokenizer goes after the subcommand; `mmlb --tokenizer PATH demo ...` works too)"
     )
 
@@ -227,7 +280,7 @@ def _look_up_default_tokenizer() -> Path:
     if constants.HF_HUB_OFFLINE:
         why = "HF_HUB_OFFLINE is set"
     else:
-        why = _hub_unreachable(constants.ENDPOINT)
+        why = hub_unreachable(constants.ENDPOINT)
     if why is None:
         try:
             from huggingface_hub import hf_hub_download
@@ -237,11 +290,10 @@ def _look_up_default_tokenizer() -> Path:
             why = f"the download failed: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
     raise TokenizerNotFoundError(
         "mmlb needs the Llama-2 tokenizer model to count text tokens, and found none: no --tokenizer, "
-        f"no ${TOKENIZER_ENV}, not in the Hugging Face cache, and it cannot be downloaded ({why}).\n"
-        + tokenizer_help())
+        f"no ${TOKENIZER_ENV}, not in the Hugging Face cache, and it cannot be downloaded ({why}).")
 
 
-def _hub_unreachable(endpoint: str, timeout: float = 3.0) -> Union[str, None]:
+def hub_unreachable(endpoint: str, timeout: float = 3.0) -> Union[str, None]:
     """Why the Hub cannot be reached (DNS, refused, timeout), or None when a TCP connection opens.
 
     A probe of a few seconds, so that an offline machine does not sit through the Hub client's

@@ -81,7 +81,8 @@ def _count_rows(rows: Iterable[dict], config: str) -> Iterator[dict]:
         produced += 1
         yield row
     if not produced:
-        raise EmptyBuildError(f"{config}: no example could be built (see the skipped records above)")
+        raise EmptyBuildError(f"{config}: no example could be built (every record was skipped: the reasons "
+                              "are listed with this config)")
 
 
 # Where a config's examples come from; the manifest, card and `mmlb stats` repeat it.
@@ -130,11 +131,33 @@ def build_config(
 
         stats = store_config(out_dir, entry.name, rows, builder.info.features, manifest=manifest,
                              after_rows=learnt_while_generating, **writer_options)
-        return ConfigResult(entry.name, True, stats, report=report.to_dict(), status="built")
+        failure_manifest_path(out_dir, entry.name).unlink(missing_ok=True)  # an earlier failure's, now stale
+        return ConfigResult(entry.name, True, stats, report=result_report(report), status="built")
     except Exception as err:  # one broken config must not stop the others
         logger.debug("build of %s failed:\n%s", name, traceback.format_exc())
         return ConfigResult(entry.name, False, error=describe_failure(entry.name, out_dir, err),
-                            report=report.to_dict(), status="failed")
+                            report=result_report(report), status="failed")
+
+
+def result_report(report: BuildReport) -> dict:
+    """What a :class:`ConfigResult` carries: the manifest's report and the skips counted by reason."""
+    return {**report.to_dict(), "by_reason": report.by_reason()}
+
+
+def failure_manifest_path(out_dir: os.PathLike, config: str) -> Path:
+    return Path(out_dir) / "manifests" / f"{config}.failed.json"
+
+
+def write_failure_manifest(out_dir: os.PathLike, result: ConfigResult) -> Path:
+    """``manifests/<config>.failed.json``: why ``result``'s config failed and what was skipped, by
+    reason (the printed lines scroll away; this stays until the config builds)."""
+    path = failure_manifest_path(out_dir, result.config)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    content = {"config": result.config, "status": "failed", "error": result.error,
+               "num_skipped": result.report.get("num_skipped", 0), "by_reason": result.report.get("by_reason", []),
+               "skipped": result.report.get("skipped", []), "notes": result.report.get("notes", [])}
+    path.write_text(json.dumps(content, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
 
 
 def describe_failure(config: str, out_dir: os.PathLike, err: BaseException) -> str:
@@ -381,7 +404,7 @@ def build_all(names: list[str], sources: Mapping[str, os.PathLike], out_dir: os.
         missing = config_missing_sources(entry.config, sources)
         if missing:
             results[name] = ConfigResult(name, False, error=f"no source folder for {', '.join(missing)}",
-                                         status="missing sources")
+                                         report={"missing_sources": missing}, status="missing sources")
             continue
         requested = build_parameters(entry, sources, seed=seed, limit=limit, options=options)
         stats = None if force else completed_stats(out_dir, name, requested, kwargs.get("layout"))
@@ -404,6 +427,8 @@ def summary_table(results: list[ConfigResult], seconds: float) -> str:
     lines = [f"{'config':<36} {'status':<16} {'rows':>7} {'images':>8} {'bytes':>13} {'time(s)':>8}"]
     totals = [0, 0, 0]
     for r in results:
+        if r.status == "missing sources":
+            continue  # one summary below, not a line each
         if r.ok and r.stats is not None:
             s = r.stats
             totals = [totals[0] + s.num_rows, totals[1] + s.num_images, totals[2] + s.num_bytes]
@@ -416,4 +441,20 @@ def summary_table(results: list[ConfigResult], seconds: float) -> str:
     ok = sum(r.ok for r in results)
     lines.append(f"{f'total: {ok}/{len(results)} configs':<53} {totals[0]:>7} {totals[1]:>8} "
                  f"{totals[2]:>13,} {seconds:>8.1f}")
-    return "\n".join(lines)
+    return "\n".join(lines + missing_sources_summary(results))
+
+
+def missing_sources_summary(results: list[ConfigResult]) -> list[str]:
+    """One short table for the configs not built for lack of sources: per missing source key, how
+    many configs need it and the first few of them (a full build with one source gave 150 lines)."""
+    by_key: dict[str, list[str]] = {}
+    for r in results:
+        for key in r.report.get("missing_sources", []) if r.status == "missing sources" else []:
+            by_key.setdefault(key, []).append(r.config)
+    if not by_key:
+        return []
+    count = sum(r.status == "missing sources" for r in results)
+    lines = [f"\nnot built, sources missing: {count} config(s)", f"  {'source key':<24} {'configs':>7}  e.g."]
+    for key, names in sorted(by_key.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        lines.append(f"  {key:<24} {len(names):>7}  {', '.join(names[:3])}{' ...' if len(names) > 3 else ''}")
+    return lines

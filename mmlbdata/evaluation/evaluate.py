@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from mmlbdata.core.suggest import did_you_mean
+from mmlbdata.evaluation import uncertainty
 from mmlbdata.evaluation.metrics import get_metric
 from mmlbdata.evaluation.metrics.common import meta_of
 from mmlbdata.evaluation.metrics.registry import ScoreResult, mean, parity_of
@@ -40,11 +42,56 @@ class Predictions:
         return merged
 
 
+#: what one line of a predictions file looks like (printed in every message about the format)
+PREDICTION_EXAMPLE = '{"id": "vh_single_00000_d0.0", "config": "vh_single_8k", "prediction": "Yes"}'
+
+
+class UnknownConfigError(KeyError):
+    """A config the dataset folder does not have (the message names those it has)."""
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+class PredictionsError(ValueError):
+    """A predictions file nothing can be read from; the message says what is wrong with it."""
+
+
+def _keys(row: dict) -> str:
+    return ", ".join(sorted(map(str, row))) or "none"
+
+
+def _json_problem(line: str, exc: Exception) -> str:
+    """Why ``line`` is not JSON: "truncated" when the text stops before the value closes."""
+    if not isinstance(exc, json.JSONDecodeError):
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        return f"not JSON: {why}"[:200]
+    if exc.msg.startswith("Unterminated string") or exc.pos >= len(line.rstrip()):
+        return f"truncated: the JSON stops at column {len(line.rstrip())}, before the object closes"
+    return f"not JSON: {exc.msg} (column {exc.colno})"
+
+
+def _row_problem(row) -> str | None:
+    """What keeps a parsed line from being a prediction (None: it is one)."""
+    if not isinstance(row, dict):
+        return f"a JSON {type(row).__name__.replace('dict', 'object')}, not an object"
+    if "id" not in row:
+        return f"no 'id' key (keys found: {_keys(row)})"
+    if "prediction" not in row:
+        return f"no 'prediction' key (keys found: {_keys(row)})"
+    if not isinstance(row["prediction"], str):
+        return f"'prediction' is a JSON {type(row['prediction']).__name__}, not a string"
+    return None
+
+
 def read_predictions(path: str | Path) -> Predictions:
-    """Parse the JSONL; a line that is not UTF-8, not JSON, or not an object with a string
-    ``id`` and a string ``prediction`` is recorded in ``malformed`` with its line number and
-    why, and skipped (one bad line never stops the run)."""
+    """Parse the JSONL; a line that is not UTF-8, not JSON (or truncated), or not an object with
+    an ``id`` and a string ``prediction`` is recorded in ``malformed`` with its line number and
+    why, and skipped (one bad line never stops the run). A file with no usable line at all raises
+    :class:`PredictionsError` naming what it holds instead (:func:`unusable_file`)."""
     preds = Predictions()
+    if _head(path).startswith(b"["):  # no JSON line starts with "[" (each is an object), a JSON array does
+        raise PredictionsError(unusable_file(path, []))
     with open(path, "rb") as f:
         for line_no, raw in enumerate(f, 1):
             try:
@@ -56,25 +103,49 @@ def read_predictions(path: str | Path) -> Predictions:
                 continue
             try:
                 row = json.loads(line)
-            except (json.JSONDecodeError, RecursionError) as exc:
-                why = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-                preds.malformed.append({"line": line_no, "error": f"not JSON: {why}"})
+            except (ValueError, RecursionError) as exc:  # ValueError: e.g. an integer over Python's digit limit
+                preds.malformed.append({"line": line_no, "error": _json_problem(line, exc)})
                 continue
-            except ValueError as exc:  # e.g. an integer over Python's digit limit
-                preds.malformed.append({"line": line_no, "error": f"not JSON: {exc}"[:200]})
-                continue
-            if not isinstance(row, dict) or "id" not in row:
-                preds.malformed.append({"line": line_no, "error": "no 'id' key"})
-                continue
-            if not isinstance(row.get("prediction"), str):
-                preds.malformed.append({"line": line_no, "error": "'prediction' missing or not a string"})
+            problem = _row_problem(row)
+            if problem:
+                keys = {"keys": sorted(map(str, row))} if isinstance(row, dict) else {}
+                preds.malformed.append({"line": line_no, "error": problem, **keys})
                 continue
             config, ident = str(row.get("config") or ""), str(row["id"])
             bucket = preds.rows.setdefault(config, {})
             if ident in bucket:
                 preds.duplicates.append(ident)
             bucket[ident] = row
+    if not preds.rows:
+        raise PredictionsError(unusable_file(path, preds.malformed))
     return preds
+
+
+def _head(path: str | Path) -> bytes:
+    """The file's first bytes after any leading white space (or a BOM)."""
+    with open(path, "rb") as f:
+        return f.read(4096).lstrip().removeprefix(b"\xef\xbb\xbf").lstrip()
+
+
+def unusable_file(path: str | Path, malformed: list[dict]) -> str:
+    """The one message for a predictions file without a single usable line: empty, a JSON array,
+    lines without the needed keys, a truncated line, or not JSON lines at all."""
+    expected = f"expected JSON lines, one object per line, e.g. {PREDICTION_EXAMPLE}"
+    head = _head(path)
+    if not head:
+        return f"{path} is empty: {expected}"
+    if head.startswith(b"["):
+        return (f"{path} is a JSON array, not JSON lines: {expected} "
+                f"(convert with: jq -c '.[]' {path} > predictions.jsonl)")
+    if all(m["error"].startswith("no '") for m in malformed):
+        found = sorted({key for m in malformed for key in m["keys"]})
+        return (f"{path}: no line has both 'id' and 'prediction' (keys found: {', '.join(found)}); "
+                f"{expected}")
+    truncated = [m for m in malformed if m["error"].startswith("truncated")]
+    if truncated:
+        return f"{path}: line {truncated[0]['line']} is {truncated[0]['error']}; no other line is usable"
+    first = malformed[0]
+    return f"{path} is not JSON lines: line {first['line']}: {first['error']}; {expected}"
 
 
 def load_examples(data_dir: str | Path, config: str) -> list[dict]:
@@ -137,19 +208,51 @@ def category_of(example: dict) -> str:
     return dataset
 
 
-def _table(values: Iterable[tuple[str, float]]) -> dict:
-    """{key: {"score": mean, "n": count}}, keys in length order then alphabetical."""
-    groups = defaultdict(list)
-    for key, score in values:
+def _table(values: Iterable[tuple]) -> dict:
+    """{key: {"score": mean, "n": count, "answered", "stderr", "ci95"}}, keys in length order then
+    alphabetical. ``values``: (key, score) pairs, or (key, score, answered) where unanswered
+    examples are in the mean with score 0."""
+    groups, answered = defaultdict(list), defaultdict(int)
+    for key, score, *was_answered in values:
         groups[key].append(score)
-    return {k: {"score": mean(groups[k]), "n": len(groups[k])} for k in sorted(groups, key=_length_key)}
+        answered[key] += bool(was_answered[0]) if was_answered else 1
+    return {k: {"score": mean(groups[k]), "n": len(groups[k]), "answered": answered[k],
+                **uncertainty.summary(groups[k])} for k in sorted(groups, key=_length_key)}
+
+
+def counts_missing(metric_options: dict | None) -> bool:
+    """Whether an example without a prediction is in the headline as a wrong answer (score 0).
+
+    Yes by default: saying nothing is not right, and a score over the answered examples only
+    rises as a model answers fewer. ``parity="official"``: no, as MMLongBench's eval.py (the
+    official run loop) skips an example whose output is None and averages the others."""
+    return parity_of((metric_options or {}).get("*", {})) != "official"
+
+
+def headline_rows(examples: list[dict], listed: list[tuple[dict, ScoreResult]], count_missing: bool):
+    """(example, score, answered) for every example the headline averages, in config order: the
+    scored ones (official skips excepted), and the unanswered ones with 0 when ``count_missing``."""
+    results = {str(e["id"]): r for e, r in listed}
+    rows = []
+    for example in examples:
+        result = results.get(str(example["id"]))
+        if result is None:
+            if count_missing:
+                rows.append((example, 0.0, False))
+        elif not result.extra.get("left_out"):
+            rows.append((example, result.score, True))
+    return rows
 
 
 def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_options: dict | None = None,
                     protocol: str | None = None) -> dict:
-    """Score one config: per metric, aggregates; tables by category/length/meta groups;
-    per-example {id, score, parsed}; problems (unknown ids, missing predictions). ``protocol``:
-    MMLongBench's (``mmlbdata.official.protocol``; None: the ``protocol`` of ``metric_options["*"]``, else v1.1)."""
+    """Score one config. The headline ``score`` averages every example of the config, an unanswered
+    one as wrong (``counts_missing``), with its ``stderr`` and bootstrap ``ci95``; ``answered`` of
+    ``total`` and ``score_answered`` (the mean over the answered examples) beside it. Also: per
+    metric, aggregates over the answered examples; tables by category/length (as the headline) and
+    meta groups (answered only); per-example {id, score, parsed}; problems (unknown ids, missing
+    predictions). ``protocol``: MMLongBench's (``mmlbdata.official.protocol``; None: the ``protocol``
+    of ``metric_options["*"]``, else v1.1)."""
     metric_options = dict(metric_options or {})
     if protocol is not None:
         from mmlbdata.official.protocol import get as get_protocol
@@ -177,16 +280,24 @@ def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_o
             if pairs:
                 groups_out[key] = _table(pairs)
     listed, scored = scored, [(e, r) for e, r in scored if not r.extra.get("left_out")]  # official skips
+    count_missing = counts_missing(metric_options)
+    headline = headline_rows(list(by_id.values()), listed, count_missing)
+    values = [score for _, score, _ in headline]
     cat_len = defaultdict(list)
-    for e, r in scored:
-        cat_len[(category_of(e), length_label(e.get("length")))].append(r.score)
+    for e, score, _ in headline:
+        cat_len[(category_of(e), length_label(e.get("length")))].append(score)
     return {
-        "n": len(scored),
+        "n": len(headline),
+        "total": len(by_id),
+        "answered": len(listed),
         **({"left_out": len(listed) - len(scored)} if len(listed) != len(scored) else {}),
-        "score": mean(r.score for _, r in scored),
+        "score": mean(values),
+        **uncertainty.summary(values),
+        "missing_counted_as_wrong": count_missing,
+        "score_answered": mean(r.score for _, r in scored),
         "metrics": metrics_out,
-        "by_category": _table((category_of(e), r.score) for e, r in scored),
-        "by_length": _table((length_label(e.get("length")), r.score) for e, r in scored),
+        "by_category": _table((category_of(e), s, a) for e, s, a in headline),
+        "by_length": _table((length_label(e.get("length")), s, a) for e, s, a in headline),
         "by_category_length": {f"{c}|{l}": {"score": mean(v), "n": len(v)} for (c, l), v in sorted(cat_len.items())},
         "groups": dict(groups_out),
         "problems": {"unknown_ids": unknown, "missing_predictions": len(missing),
@@ -194,6 +305,34 @@ def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_o
         "examples": [{"id": str(e["id"]), "score": r.score, "parsed": r.parsed, **({"extra": r.extra} if r.extra else {})}
                      for e, r in listed],
     }
+
+
+def _listed(result: dict) -> list[tuple[dict, ScoreResult]]:
+    """A config result's scored examples as (example stub, result) pairs for :func:`headline_rows`."""
+    return [({"id": row["id"]}, ScoreResult(row["score"], row["parsed"], row.get("extra", {})))
+            for row in result["examples"]]
+
+
+def _absolute(path: str | Path) -> str:
+    """A local path as an absolute one (report.json is read from other folders); a Hub id as given."""
+    return str(Path(path).expanduser().absolute()) if Path(path).expanduser().exists() else str(path)
+
+
+def check_configs(data_dir: str | Path, configs: list[str]) -> None:
+    """Before any scoring: every config is built in a local ``data_dir`` (a KeyError naming the
+    configs there, and the close ones, otherwise). A Hub repository is left to ``datasets``."""
+    from mmlbdata.dataset.writer import built_configs
+
+    if not Path(data_dir).is_dir():
+        return
+    there = sorted(set().union(*built_configs(data_dir).values()))
+    if not there:  # not a folder mmlb built (a dataset of another shape): datasets decides
+        return
+    for config in configs:
+        if config not in there:
+            listed = ", ".join(there[:10]) + (" ..." if len(there) > 10 else "") if there else "none"
+            raise UnknownConfigError(f"config {config!r} is not built in {_absolute(data_dir)}"
+                                     f"{did_you_mean(config, there)}; configs there: {listed}")
 
 
 def built_protocol(data_dir: str | Path, config: str) -> str | None:
@@ -229,8 +368,10 @@ def evaluate(predictions_path: str | Path, data_dir: str | Path, configs: list[s
     preds = read_predictions(predictions_path)
     configs = configs or preds.configs()
     if not configs:
-        raise ValueError(f"{predictions_path}: no 'config' in the predictions; pass --config")
-    report = {"predictions": str(predictions_path), "data": str(data_dir), "parity": parity,
+        keys = sorted({str(k) for rows in preds.rows.values() for row in rows.values() for k in row})
+        raise PredictionsError(f"{predictions_path}: no line names its config (keys found: {', '.join(keys)}); "
+                               "pass --config NAME, or add a 'config' key to each line")
+    report = {"predictions": _absolute(predictions_path), "data": _absolute(data_dir), "parity": parity,
               "protocol": {"name": chosen.name, "repository": protocols.REPOSITORY, "commit": chosen.commit},
               **({"docqa_judge": docqa_judge} if docqa_judge else {}), "configs": {},
               "problems": {"malformed_lines": preds.malformed, "duplicate_ids": sorted(set(preds.duplicates))}}
@@ -239,6 +380,7 @@ def evaluate(predictions_path: str | Path, data_dir: str | Path, configs: list[s
     if other:
         report["problems"]["other_configs"] = other
     by_dataset: dict[str, list[float]] = defaultdict(list)
+    check_configs(data_dir, configs)
     for config in configs:
         examples = load_examples(data_dir, config)
         result = evaluate_config(examples, preds.for_config(config), metric_options)
@@ -246,10 +388,8 @@ def evaluate(predictions_path: str | Path, data_dir: str | Path, configs: list[s
         if built is not None and built != chosen.name:  # prompts of one protocol, scoring of the other
             result["problems"]["protocol_mismatch"] = {"built": built, "scored": chosen.name}
         report["configs"][config] = result
-        datasets_of = {str(e["id"]): str(e.get("dataset")) for e in examples}
-        for row in result["examples"]:
-            if not row.get("extra", {}).get("left_out"):
-                by_dataset[datasets_of[row["id"]]].append(row["score"])
+        for example, score, _ in headline_rows(examples, _listed(result), counts_missing(metric_options)):
+            by_dataset[str(example.get("dataset"))].append(score)
     per_dataset = {k: mean(v) for k, v in sorted(by_dataset.items())}
     report["overall"] = {
         "mean_over_configs": mean(r["score"] for r in report["configs"].values()),

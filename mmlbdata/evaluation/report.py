@@ -37,7 +37,8 @@ def render(report: dict) -> str:
         out.append(f"document QA: LLM judge {judge['model']}, prompts {origin['file']} (md5 {origin['md5']}"
                    + (f", {origin['repository']} @{origin['commit'][:7]})" if origin["official"] else
                       ", NOT the pinned official file)"))
-    out.append(format_table(["config", "n", "score %"], [[c, r["n"], r["score"]] for c, r in configs.items()]))
+    out.append(headline_table(configs))
+    out.append(headline_note(configs))
     overall = report.get("overall")
     if overall and len(configs) > 1:
         out.append(f"mean over configs {_fmt(overall['mean_over_configs'])}; "
@@ -46,19 +47,26 @@ def render(report: dict) -> str:
         out.append(f"\n== {config} ==")
         for metric, agg in res["metrics"].items():
             rows = [[k, v] for k, v in agg.items() if k != "n"]
-            out.append(format_table([f"{metric} (n={agg.get('n', '')})", "value"], rows))
-        out.append(format_table(["category", "n", "score %"], [[k, v["n"], v["score"]] for k, v in res["by_category"].items()]))
-        out.append(format_table(["length", "n", "score %"], [[k, v["n"], v["score"]] for k, v in res["by_length"].items()]))
+            out.append(format_table([f"{metric} (answered only, n={agg.get('n', '')})", "value"], rows))
+        out.append(format_table(["category", "answered", "score %", "stderr", "95% CI"],
+                                [_uncertain_row(k, v) for k, v in res["by_category"].items()]))
+        out.append(format_table(["length", "answered", "score %", "stderr", "95% CI"],
+                                [_uncertain_row(k, v) for k, v in res["by_length"].items()]))
         for key, table in res["groups"].items():
-            out.append(format_table([key, "n", "score %"], [[k, v["n"], v["score"]] for k, v in table.items()]))
+            out.append(format_table([f"{key} (answered only)", "n", "score %"],
+                                    [[k, v["n"], v["score"]] for k, v in table.items()]))
         problems = res["problems"]
         mismatch = problems.get("protocol_mismatch")
         if mismatch:
             out.append(f"WARNING: built under MMLongBench protocol {mismatch['built']}, scored under "
                        f"{mismatch['scored']}: the score follows neither (pass --protocol {mismatch['built']})")
-        if problems["unknown_ids"] or problems["missing_predictions"]:
-            out.append(f"unknown ids: {len(problems['unknown_ids'])} {problems['unknown_ids'][:5]}; "
-                       f"examples without prediction: {problems['missing_predictions']}")
+        if problems["unknown_ids"]:
+            out.append(f"prediction ids not in the config: {len(problems['unknown_ids'])} "
+                       f"{problems['unknown_ids'][:5]}")
+        if problems["missing_predictions"]:
+            out.append(f"examples without prediction: {problems['missing_predictions']}"
+                       + (" (counted as wrong)" if res.get("missing_counted_as_wrong")
+                          else " (left out, as the official code does)"))
     malformed = report["problems"].get("malformed_lines", [])
     if malformed:
         out.append(f"\nmalformed prediction lines: {len(malformed)}")
@@ -72,12 +80,45 @@ def render(report: dict) -> str:
     return "\n".join(out)
 
 
+def _percent(value: float) -> str:
+    return f"{100 * value:.1f}"
+
+
+def _interval(cell: dict) -> str:
+    ci = cell.get("ci95") or []
+    return f"[{_percent(ci[0])}, {_percent(ci[1])}]" if ci else "-"
+
+
+def _uncertain_row(key: str, cell: dict) -> list:
+    """key, answered/n, score %, standard error, bootstrap interval."""
+    return [key, f"{cell.get('answered', cell['n'])}/{cell['n']}", _percent(cell["score"]),
+            _percent(cell.get("stderr", 0.0)), _interval(cell)]
+
+
+def headline_table(configs: dict) -> str:
+    """One row per config: answered of total, the headline score with its standard error and
+    bootstrap interval, and the mean over the answered examples only."""
+    return format_table(["config", "answered", "score %", "stderr", "95% CI", "answered-only %"],
+                        [[c, f"{r['answered']}/{r['total']}", _percent(r["score"]), _percent(r["stderr"]),
+                          _interval(r), _percent(r["score_answered"])] for c, r in configs.items()])
+
+
+def headline_note(configs: dict) -> str:
+    """What the score column averages (it differs under --parity official)."""
+    if all(r["missing_counted_as_wrong"] for r in configs.values()):
+        return ("score %: over every example of the config, an example without a prediction counted as "
+                "wrong; answered-only %: over the answered examples only")
+    return ("score %: over the answered examples only, as the official code scores (MMLongBench's eval.py skips "
+            "an example without output); answered-only % is the same figure")
+
+
 def write_json(report: dict, path: str | Path) -> None:
     Path(path).write_text(json.dumps(report, indent=2, ensure_ascii=False, sort_keys=False), encoding="utf-8")
 
 
-def plot(report: dict, path: str | Path) -> Path:
-    """Score vs context length, one line per category (all configs pooled)."""
+def plot(report: dict, path: str | Path) -> Path | None:
+    """Score vs context length, one line per category (all configs pooled); None (no file) when
+    no category has a score."""
     matplotlib = require("matplotlib", "eval", "the score plot (scores.png)")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -89,6 +130,8 @@ def plot(report: dict, path: str | Path) -> Path:
             acc = series.setdefault(category, {}).setdefault(length, [0.0, 0])
             acc[0] += cell["score"] * cell["n"]
             acc[1] += cell["n"]
+    if not series:
+        return None  # nothing to draw (an empty plot would only warn)
     lengths = sorted({l for s in series.values() for l in s}, key=_length_key)
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for category, points in sorted(series.items()):

@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     mem = torch.cuda.max_memory_allocated() / 2**20 if backend.device.startswith("cuda") else 0.0
     print(f"device={backend.device} model={'tiny' if not args.model else args.model} setup={setup:.1f}s")
     print(f"throughput: {stats.line()}")
-    print(f"peak GPU memory: {mem:.0f} MiB; scored {report['configs']['vh_single_8k']['n']} predictions")
+    print(f"peak GPU memory: {mem:.0f} MiB; scored {report['configs']['vh_single_8k']['answered']} predictions")
     return 0 if stats.examples == args.examples else 1
 
 

@@ -29,6 +29,8 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 import yaml
 
+from mmlbdata.core.suggest import did_you_mean
+
 __all__ = ["HubFiles", "Part", "SourceEntry", "PartOutcome", "FetchReport", "FetchOptions",
            "load_registry", "select_parts", "fetch", "fetch_needed", "source_paths",
            "describe_plan", "STATE_DIR"]
@@ -162,7 +164,7 @@ def select_parts(registry: Mapping[str, SourceEntry], requests: Sequence[str] = 
     wanted += [(k, None, fams) for k, fams in sorted((families or {}).items())]
     for key, part_name, fams in wanted:
         if key not in registry:
-            raise KeyError(f"unknown source key {key!r}; known: {', '.join(registry)}")
+            raise KeyError(f"unknown source key {key!r}{did_you_mean(key, registry)}; known: {', '.join(registry)}")
         for part in registry[key].parts:
             if _takes(part, part_name, fams):
                 chosen.setdefault(part.label, part)
