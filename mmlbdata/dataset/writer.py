@@ -173,27 +173,35 @@ class ConfigStats:
 
 
 class _RowGroup:
-    """Rows of one row group; each distinct image's bytes are held once (a dictionary)."""
+    """Rows of one row group; each distinct image's bytes are held once (a dictionary), keyed by
+    content: the same bytes under two source names (a re-uploaded photo) are one entry."""
 
     def __init__(self, image_columns: list[str]):
         self.rows: list[dict] = []
         self.blobs: list[bytes] = []
+        self.digests: list[str] = []  # SHA-256 of each blob
         self.index: dict[str, int] = {}  # image path -> position in blobs
+        self.by_digest: dict[str, int] = {}  # SHA-256 -> position in blobs
         self.unique_bytes = 0
         self.decoded_bytes = 0
         self.images = {name: {"offsets": [0], "indices": [], "names": []} for name in image_columns}
 
     def intern(self, path: str, read: Callable[[], bytes]) -> tuple[int, bool]:
-        """Position of the image in this group's dictionary; reads the file only once."""
+        """Position of the image in this group's dictionary and whether its bytes are new to the
+        group; reads each path only once."""
         position = self.index.get(path)
+        new = False
         if position is None:
             blob = read()
-            position = self.index[path] = len(self.blobs)
-            self.blobs.append(blob)
-            self.unique_bytes += len(blob)
-            new = True
-        else:
-            new = False
+            digest = hashlib.sha256(blob).hexdigest()
+            position = self.by_digest.get(digest)
+            if position is None:
+                position = self.by_digest[digest] = len(self.blobs)
+                self.blobs.append(blob)
+                self.digests.append(digest)
+                self.unique_bytes += len(blob)
+                new = True
+            self.index[path] = position
         self.decoded_bytes += len(self.blobs[position])
         return position, new
 
@@ -284,8 +292,8 @@ class ConfigWriter:
             slots = group.images[column]
             for ref in row[column]:
                 position, new = group.intern(ref.path, ref.read_bytes)
-                if new and ref.path not in self._unique:
-                    self._unique.add(ref.path)
+                if new and group.digests[position] not in self._unique:  # distinct bytes, not names
+                    self._unique.add(group.digests[position])
                     self.stats.num_unique_images += 1
                     self.stats.image_bytes_unique += len(group.blobs[position])
                 slots["indices"].append(position)
@@ -436,7 +444,7 @@ class FilesConfigWriter:
         self.partial = self.staging / self.final.name
         self._rows: list[dict] = []
         self._placed: dict[str, tuple[str, int]] = {}  # source path -> (relative path, bytes)
-        self._staged: list[str] = []  # relative paths of new images waiting in staging
+        self._staged: dict[str, int] = {}  # relative path -> bytes of each new image waiting in staging
         self._unique: set[str] = set()
         self._started = time.perf_counter()
         if self.staging.exists():  # left by a crashed build of this config (the caller holds its lock)
@@ -473,14 +481,15 @@ class FilesConfigWriter:
             digest = file_sha256(ref.path)
             relative = f"{self.image_prefix}/{digest[:2]}/{digest}.{image_file_extension(ref.path)}"
             target = self.out_dir / relative
-            if target.exists():  # placed by an earlier build (or another config): complete
+            if relative in self._staged:  # the same bytes under another source name: one file
+                size = self._staged[relative]
+            elif target.exists():  # placed by an earlier build (or another config): complete
                 size = target.stat().st_size
             else:  # staged, moved into place at close: an aborted build leaves no image behind
                 staged = self.staging / relative
                 staged.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(ref.path, staged)
-                size = staged.stat().st_size
-                self._staged.append(relative)
+                size = self._staged[relative] = staged.stat().st_size
             placed = self._placed[ref.path] = (relative, size)
         return placed
 
