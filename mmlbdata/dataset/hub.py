@@ -162,10 +162,11 @@ class PushPlan:
 
 
 def load_config(folder: os.PathLike, config: str):
-    """The built config as a ``datasets.Dataset`` (read from its parquet shards, offline)."""
-    from datasets import load_dataset
+    """The built config as a ``datasets.Dataset`` (read from its parquet shards, offline; cached
+    per location and build, so a moved or copied folder sends its own images)."""
+    from mmlbdata.dataset.loading import load_built
 
-    return load_dataset(str(folder), config, split=SPLIT)
+    return load_built(folder, config)
 
 
 def build_fingerprint(folder: Path, config: str) -> str:
