@@ -20,7 +20,7 @@ from mmlbdata.core.extras import MissingExtraError
 from mmlbdata.core.tokens import TOKENIZER_ENV
 
 #: the subcommands, in the order ``mmlb --help`` lists them; each is a module of this package
-COMMANDS = ["list", "build", "stats", "demo", "push", "fetch", "eval", "run", "card", "export"]
+COMMANDS = ["list", "build", "stats", "demo", "push", "fetch", "eval", "run", "card", "export", "gc"]
 
 
 def make_parser() -> argparse.ArgumentParser:
