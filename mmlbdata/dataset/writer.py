@@ -15,11 +15,12 @@ Two layouts; ``files`` is the default (ARCHITECTURE.md has the figures that chos
 (imagefolder) reads the metadata rows and turns the ``images_file_names`` column into the
 ``images`` list of ``Image()``, decoded on access, in memory and streaming. An image used by six
 depths, five lengths and two configs is one file; the Arrow cache of an in-memory load holds
-paths, not bytes. Image files are content-addressed, so two builds placing one are harmless; the
+paths, not bytes. Image files are content-addressed, so two builds placing one are harmless, and
+one photo under two source names is one file (staged once); the
 metadata file is renamed into place last: a config is complete exactly when
 its ``<config>.metadata.parquet`` exists. New images and the metadata are written under
 ``.<config>.partial/`` and moved into place at the end (images first), so a failed build leaves
-neither.
+neither. A build never deletes an image (others may use it): ``mmlb gc`` does (``cleanup.py``).
 
 **embedded** (:class:`ConfigWriter`): the rows carry the image bytes, in parquet shards. Kept for
 small self-contained configs (one file per config, no image tree). Its shards are:
@@ -545,7 +546,7 @@ class FilesConfigWriter:
         infers one builder for a whole folder, from its first config's data files: the most
         frequent extension, a draw going to ``.parquet``, and ``<config>.metadata.parquet`` counts
         as parquet (only ``metadata.*`` are known metadata). So the family's folder must hold two
-        images of one extension; images are never removed from it."""
+        images of one extension; only ``mmlb gc`` removes images from it, those no config uses."""
         counts: Counter = Counter(Path(relative).suffix for relative in self._staged)
         group = self.out_dir / self.image_prefix
         candidates = group.rglob("*") if group.is_dir() else iter(())
