@@ -119,6 +119,16 @@ def test_gc_removes_stale_staging_folders_and_waits_for_running_builds(rebuilt, 
     assert len(image_files(out)) == 5
 
 
+def test_a_build_between_planning_and_removing_stops_the_removal(rebuilt):
+    out = rebuilt["out"]
+    plan = plan_cleanup(out)
+    _store(out, "toy_8k", rebuilt["old"], [[0, 1], [2, 3]])  # uses the planned orphans again
+    with pytest.raises(FolderBusyError, match="built since the clean-up was planned"):
+        apply_cleanup(plan)
+    assert rebuilt["first_build"] <= set(image_files(out))  # nothing removed
+    assert plan_cleanup(out).unused_images == sorted(set(image_files(out)) - referenced_images(out))
+
+
 def test_gc_in_the_embedded_layout_removes_a_former_files_layout_image_tree(tmp_path):
     refs = _images(ImageStore(tmp_path / "store"), 4)
     out = tmp_path / "mmlb"

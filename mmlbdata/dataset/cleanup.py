@@ -58,6 +58,7 @@ class CleanupPlan:
     unused_bytes: int = 0
     staging: list[str] = field(default_factory=list)  # stale staging folders
     staging_bytes: int = 0
+    stamps: dict[str, tuple[int, int]] = field(default_factory=dict)  # metadata file -> (size, mtime) planned on
 
     @property
     def empty(self) -> bool:
@@ -89,6 +90,15 @@ def metadata_image_paths(path: Path) -> set[str]:
     for column in columns:  # normalised as the folder listing gives them (``./images/x`` is ``images/x``)
         names.update(posixpath.normpath(name) for name in pc.list_flatten(table.column(column)).drop_null().to_pylist())
     return names
+
+
+def metadata_stamps(folder: os.PathLike) -> dict[str, tuple[int, int]]:
+    """Each metadata file's (size, modification time): a rebuild between planning and removing shows."""
+    stamps = {}
+    for config in sorted(built_configs(folder)["files"]):
+        stat = metadata_path(folder, config).stat()
+        stamps[config] = (stat.st_size, stat.st_mtime_ns)
+    return stamps
 
 
 def image_files(folder: os.PathLike) -> dict[str, int]:
@@ -136,6 +146,7 @@ def plan_cleanup(folder: os.PathLike) -> CleanupPlan:
     if not plan.configs:
         raise FileNotFoundError(f"{folder}: no built config (no <config>{METADATA_SUFFIX}, no data/<config>/), so "
                                 "nothing says which images are used; refusing to clean up")
+    plan.stamps = metadata_stamps(folder)
     used = referenced_images(folder)
     present = image_files(folder)
     plan.missing_images = sorted(used - present.keys())
@@ -156,8 +167,9 @@ def apply_cleanup(plan: CleanupPlan) -> None:
     folders; refuses if a build started since the plan was made."""
     folder = plan.folder
     _check_not_busy(folder)
-    if set(configs_in(folder)) != set(plan.configs):
-        raise FolderBusyError(f"{folder}: its configs changed since the clean-up was planned; run it again")
+    if set(configs_in(folder)) != set(plan.configs) or metadata_stamps(folder) != plan.stamps:
+        raise FolderBusyError(f"{folder}: a config was built since the clean-up was planned (it may use an "
+                              "image the plan lists); run it again")
     for relative in plan.unused_images:
         (folder / relative).unlink(missing_ok=True)
     _remove_empty_folders(folder / IMAGES_DIR)
