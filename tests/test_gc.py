@@ -209,3 +209,12 @@ def test_push_keeps_the_images_when_the_repo_holds_a_config_built_elsewhere(rebu
     plan = push_folder(out, "org/toy", uploader=hub, card=False)
     assert plan.kept_unused_for == ["other_8k"] and plan.removed == []
     assert _repo_images(hub) >= rebuilt["first_build"]
+
+
+def test_gc_help_says_it_is_a_dry_run_unless_delete(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["gc", "--help"])
+    assert done.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--delete" in text and "Without --delete nothing is removed (a dry run)" in text
+    assert "never removed" in text and "mmlb push" in text
