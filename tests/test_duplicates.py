@@ -182,3 +182,33 @@ def test_twinned_configs_load_from_the_folder_and_the_hub_alike(twin_builds, tmp
     rows = got[f"{out} False"]
     assert len(rows) == read_manifest(out, CONFIGS[0])["stats"]["num_rows"] and all(rows)
     assert got == {f"{where} {streaming}": rows for where in (out, "org/twins") for streaming in (False, True)}
+
+
+def test_one_content_under_names_with_other_extensions_is_one_file(tmp_path):
+    """``a.jpg``, ``a_copy.jpeg``, a JPEG saved as ``b.png`` and one with no extension: one file,
+    named by its bytes' kind, loaded four times."""
+    import io
+
+    from PIL import Image
+
+    from mmlbdata.core.schema import make_example
+    from mmlbdata.core.store import ImageStore
+    from mmlbdata.dataset.build import store_config
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (40, 30), (10, 120, 200)).save(buffer, format="JPEG")
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("a.jpg", "a_copy.jpeg", "b.png", "c"):
+        (source / name).write_bytes(buffer.getvalue())
+    store = ImageStore(tmp_path / "store")
+    Image.new("RGB", (20, 30), (200, 20, 0)).save(source / "other.jpg", format="JPEG")  # a family needs two
+    refs = [store.ref(source / name) for name in ("a.jpg", "a_copy.jpeg", "b.png", "c", "other.jpg")]
+    rows = [make_example(id="r0", dataset="toy", length=8192, num_tokens=10, prompt="<image> " * 5,
+                         images=refs, question="q?", answers=["a"], metric="binary_acc", meta={})]
+    out = tmp_path / "mmlb"
+    store_config(out, "toy_8k", rows, manifest={"family": "toy"})
+    files = sorted(p.name for p in (out / "images").rglob("*") if p.is_file())
+    assert f"{_digest(buffer.getvalue())}.jpg" in files and len(files) == 2
+    row = datasets.load_dataset(str(out), "toy_8k", split="test")[0]
+    assert [im.size for im in row["images"]] == [(40, 30)] * 4 + [(20, 30)]

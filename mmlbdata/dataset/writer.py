@@ -566,15 +566,16 @@ def metadata_schema(features: Features, image_columns: list[str]) -> pa.Schema:
 
 
 def image_file_extension(path: str) -> str:
-    """The image file's extension as imagefolder knows it (``.jpeg`` -> ``jpg``); sniffed from the
-    magic bytes when the name has none it accepts (a store object always has one)."""
-    suffix = Path(path).suffix.lower().lstrip(".")
-    suffix = {"jpeg": "jpg"}.get(suffix, suffix)
-    if suffix in _IMAGE_EXTENSIONS:
-        return suffix
+    """The image file's extension as imagefolder knows it, from its magic bytes first, so that one
+    content gets one name whatever its source names it (``a.jpg``, ``a.jpeg``, a JPEG saved as
+    ``b.png`` or ``c``); the name's (``.jpeg`` -> ``jpg``) for kinds not sniffed (TIFF, BMP)."""
     with open(path, "rb") as handle:
         sniffed = image_extension(handle.read(12))
-    return sniffed if sniffed in _IMAGE_EXTENSIONS else "png"
+    if sniffed in _IMAGE_EXTENSIONS:
+        return sniffed
+    suffix = Path(path).suffix.lower().lstrip(".")
+    suffix = {"jpeg": "jpg"}.get(suffix, suffix)
+    return suffix if suffix in _IMAGE_EXTENSIONS else "png"
 
 
 
