@@ -79,7 +79,8 @@ def main() -> None:
         left = sum(1 for p in (root / "images").rglob("*") if p.is_file())
         print(f"{'files':>9} {'configs':>7} {'references':>10} {'unused':>8} {'make s':>7} {'plan s':>7} "
               f"{'remove s':>8} {'left':>8} {'RSS MB before':>13} {'peak RSS MB':>11}")
-        print(f"{args.files:>9,} {args.configs:>7} {args.configs * (args.references // args.configs // 100) * 100:>10,} "
+        references = args.configs * (args.references // args.configs // 100) * 100  # whole rows of 100
+        print(f"{args.files:>9,} {args.configs:>7} {references:>10,} "
               f"{len(plan.unused_images):>8,} {made:>7.1f} {planned:>7.1f} {applied:>8.1f} {left:>8,} {before:>13.0f} "
               f"{peak_rss_mb():>11.0f}")
 

@@ -95,9 +95,10 @@ def test_mmlb_gc_is_a_dry_run_unless_delete(rebuilt, capsys):
     assert "would remove 0 image file(s)" in capsys.readouterr().out
 
 
-def test_gc_removes_stale_staging_folders_and_waits_for_running_builds(rebuilt, capsys):
+def test_gc_removes_stale_staging_folders_and_nothing_while_a_build_runs(rebuilt, capsys):
     out = rebuilt["out"]
-    staging = [out / ".toy_8k.partial" / "images" / "toy", out / "data" / ".toy_32k.partial", out / "data" / ".toy_32k.old"]
+    staging = [out / ".toy_8k.partial" / "images" / "toy", out / "data" / ".toy_32k.partial",
+               out / "data" / ".toy_32k.old"]
     for folder in staging:
         folder.mkdir(parents=True)
         (folder / "shard-00000.parquet").write_bytes(b"x" * 10)

@@ -88,7 +88,8 @@ def metadata_image_paths(path: Path) -> set[str]:
                                 f"rebuild this config before cleaning up ({err})") from err
     names: set[str] = set()
     for column in columns:  # normalised as the folder listing gives them (``./images/x`` is ``images/x``)
-        names.update(posixpath.normpath(name) for name in pc.list_flatten(table.column(column)).drop_null().to_pylist())
+        paths = pc.list_flatten(table.column(column)).drop_null().to_pylist()
+        names.update(posixpath.normpath(name) for name in paths)
     return names
 
 
@@ -191,7 +192,7 @@ def _remove_empty_folders(root: Path) -> None:
     """Every empty folder under ``root`` (deepest first), and ``root`` itself if emptied."""
     if not root.is_dir():
         return
-    for path in sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+    for path in sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: (-len(p.parts), p)):
         if not any(path.iterdir()):
             path.rmdir()
     if not any(root.iterdir()):
