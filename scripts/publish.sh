@@ -17,4 +17,6 @@ here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck disable=SC2086
 "$here/build_all.sh" "$benchmark" "$sources" "$out" ${BUILD_OPTS:-}
 "${MMLB:-mmlb}" card "$out" --benchmark "$benchmark" --repo "$repo"
+# images left by rebuilds: removed here, and push deletes them from the repository too
+"${MMLB:-mmlb}" gc "$out" --delete
 "${MMLB:-mmlb}" push "$out" --repo "$repo" "$@"

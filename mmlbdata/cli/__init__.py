@@ -25,7 +25,7 @@ from mmlbdata.core.tokens import TOKENIZER_ENV
 SUGGESTIONS = {"suggest_on_error": True} if sys.version_info >= (3, 14) else {}
 
 #: the subcommands, in the order ``mmlb --help`` lists them; each is a module of this package
-COMMANDS = ["list", "build", "stats", "demo", "push", "fetch", "eval", "run", "card", "export"]
+COMMANDS = ["list", "build", "stats", "demo", "push", "fetch", "eval", "run", "card", "export", "gc"]
 
 
 def make_parser() -> argparse.ArgumentParser:

@@ -57,3 +57,19 @@ def hold(path: os.PathLike, *, what: str = "") -> Iterator[None]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)  # still ours: waiters re-check the inode after locking
         os.close(fd)
+
+
+def is_held(path: os.PathLike) -> bool:
+    """Whether another process holds the lock ``path`` now (a file left by a killed holder is
+    not held: the kernel dropped its ``flock``). Probes without creating or deleting anything."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops our probe's lock
+    return False

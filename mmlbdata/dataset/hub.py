@@ -37,6 +37,7 @@ from mmlbdata.core.paths import resolve_inside
 from mmlbdata.dataset.demo import demo_configs
 from mmlbdata.dataset.stats import configs_in, image_paths, is_files_layout, shard_files
 from mmlbdata.dataset.writer import (
+    IMAGES_DIR,
     METADATA_SUFFIX,
     SPLIT,
     layout_conflict,
@@ -159,13 +160,16 @@ class PushPlan:
     skipped: list[str] = field(default_factory=list)  # already on the Hub with the same fingerprint
     files: list[str] = field(default_factory=list)  # paths sent, in order
     readme: str = ""  # the README text sent
+    removed: list[str] = field(default_factory=list)  # images deleted from the repo: no config of it uses them
+    kept_unused_for: list[str] = field(default_factory=list)  # configs built elsewhere: no image deleted for them
 
 
 def load_config(folder: os.PathLike, config: str):
-    """The built config as a ``datasets.Dataset`` (read from its parquet shards, offline)."""
-    from datasets import load_dataset
+    """The built config as a ``datasets.Dataset`` (read from its parquet shards, offline; cached
+    per location and build, so a moved or copied folder sends its own images)."""
+    from mmlbdata.dataset.loading import load_built
 
-    return load_dataset(str(folder), config, split=SPLIT)
+    return load_built(folder, config)
 
 
 def build_fingerprint(folder: Path, config: str) -> str:
@@ -293,6 +297,7 @@ def _push_files(folder: Path, repo_id: str, names: list[str], uploader: RepoUplo
                         revision=revision, num_threads=num_threads)
         plan.configs.append(name)
         plan.files += sorted(add)
+    _remove_unused_images(folder, repo_id, uploader, revision, num_threads, plan)
     if card:
         remote_readme = uploader.read_text(repo_id, README, revision=revision) if README in remote_files else None
         # list the local configs the repo now holds (not local ones left out of this push)
@@ -309,6 +314,34 @@ def _push_files(folder: Path, repo_id: str, names: list[str], uploader: RepoUplo
                         num_threads=num_threads)
         plan.files += sorted(card_files)
     return plan
+
+
+def _remove_unused_images(folder: Path, repo_id: str, uploader: RepoUploader, revision: Optional[str],
+                          num_threads: int, plan: PushPlan) -> None:
+    """Delete the repo's images that no config of the repo uses (what ``mmlb gc`` removes from a
+    folder), :data:`IMAGE_COMMIT_FILES` per commit, after every config's commit (so a config on the
+    Hub never names a deleted image); a rerun resumes. Only when every config the repo holds is a
+    config of ``folder`` at the same build: a config pushed from elsewhere names images this folder
+    cannot know, so then nothing is deleted (``plan.kept_unused_for`` names those configs)."""
+    from mmlbdata.dataset.cleanup import referenced_images
+
+    remote_files = set(uploader.list_files(repo_id, revision=revision))
+    remote_configs = sorted(remote_config_files(remote_files))
+    local = set(configs_in(folder))
+    same_build = set(plan.configs) | set(plan.skipped)
+    plan.kept_unused_for = [
+        name for name in remote_configs
+        if name not in same_build and (name not in local or build_fingerprint(folder, name) !=
+                                       _remote_fingerprint(uploader, repo_id, name, revision, remote_files))]
+    if plan.kept_unused_for:
+        return
+    used = referenced_images(folder, remote_configs)
+    unused = sorted(p for p in remote_files if p.startswith(f"{IMAGES_DIR}/") and p not in used)
+    for start in range(0, len(unused), IMAGE_COMMIT_FILES):
+        batch = unused[start:start + IMAGE_COMMIT_FILES]
+        uploader.commit(repo_id, add={}, delete=batch, revision=revision, num_threads=num_threads,
+                        message=f"Remove images no config uses ({start + len(batch)}/{len(unused)})")
+        plan.removed += batch
 
 
 def remote_config_files(remote_files: set[str]) -> dict[str, list[str]]:

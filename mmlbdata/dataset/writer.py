@@ -15,11 +15,12 @@ Two layouts; ``files`` is the default (ARCHITECTURE.md has the figures that chos
 (imagefolder) reads the metadata rows and turns the ``images_file_names`` column into the
 ``images`` list of ``Image()``, decoded on access, in memory and streaming. An image used by six
 depths, five lengths and two configs is one file; the Arrow cache of an in-memory load holds
-paths, not bytes. Image files are content-addressed, so two builds placing one are harmless; the
+paths, not bytes. Image files are content-addressed, so two builds placing one are harmless, and
+one photo under two source names is one file (staged once); the
 metadata file is renamed into place last: a config is complete exactly when
 its ``<config>.metadata.parquet`` exists. New images and the metadata are written under
 ``.<config>.partial/`` and moved into place at the end (images first), so a failed build leaves
-neither.
+neither. A build never deletes an image (others may use it): ``mmlb gc`` does (``cleanup.py``).
 
 **embedded** (:class:`ConfigWriter`): the rows carry the image bytes, in parquet shards. Kept for
 small self-contained configs (one file per config, no image tree). Its shards are:
@@ -173,27 +174,35 @@ class ConfigStats:
 
 
 class _RowGroup:
-    """Rows of one row group; each distinct image's bytes are held once (a dictionary)."""
+    """Rows of one row group; each distinct image's bytes are held once (a dictionary), keyed by
+    content: the same bytes under two source names (a re-uploaded photo) are one entry."""
 
     def __init__(self, image_columns: list[str]):
         self.rows: list[dict] = []
         self.blobs: list[bytes] = []
+        self.digests: list[str] = []  # SHA-256 of each blob
         self.index: dict[str, int] = {}  # image path -> position in blobs
+        self.by_digest: dict[str, int] = {}  # SHA-256 -> position in blobs
         self.unique_bytes = 0
         self.decoded_bytes = 0
         self.images = {name: {"offsets": [0], "indices": [], "names": []} for name in image_columns}
 
     def intern(self, path: str, read: Callable[[], bytes]) -> tuple[int, bool]:
-        """Position of the image in this group's dictionary; reads the file only once."""
+        """Position of the image in this group's dictionary and whether its bytes are new to the
+        group; reads each path only once."""
         position = self.index.get(path)
+        new = False
         if position is None:
             blob = read()
-            position = self.index[path] = len(self.blobs)
-            self.blobs.append(blob)
-            self.unique_bytes += len(blob)
-            new = True
-        else:
-            new = False
+            digest = hashlib.sha256(blob).hexdigest()
+            position = self.by_digest.get(digest)
+            if position is None:
+                position = self.by_digest[digest] = len(self.blobs)
+                self.blobs.append(blob)
+                self.digests.append(digest)
+                self.unique_bytes += len(blob)
+                new = True
+            self.index[path] = position
         self.decoded_bytes += len(self.blobs[position])
         return position, new
 
@@ -284,8 +293,8 @@ class ConfigWriter:
             slots = group.images[column]
             for ref in row[column]:
                 position, new = group.intern(ref.path, ref.read_bytes)
-                if new and ref.path not in self._unique:
-                    self._unique.add(ref.path)
+                if new and group.digests[position] not in self._unique:  # distinct bytes, not names
+                    self._unique.add(group.digests[position])
                     self.stats.num_unique_images += 1
                     self.stats.image_bytes_unique += len(group.blobs[position])
                 slots["indices"].append(position)
@@ -436,7 +445,7 @@ class FilesConfigWriter:
         self.partial = self.staging / self.final.name
         self._rows: list[dict] = []
         self._placed: dict[str, tuple[str, int]] = {}  # source path -> (relative path, bytes)
-        self._staged: list[str] = []  # relative paths of new images waiting in staging
+        self._staged: dict[str, int] = {}  # relative path -> bytes of each new image waiting in staging
         self._unique: set[str] = set()
         self._started = time.perf_counter()
         if self.staging.exists():  # left by a crashed build of this config (the caller holds its lock)
@@ -473,14 +482,15 @@ class FilesConfigWriter:
             digest = file_sha256(ref.path)
             relative = f"{self.image_prefix}/{digest[:2]}/{digest}.{image_file_extension(ref.path)}"
             target = self.out_dir / relative
-            if target.exists():  # placed by an earlier build (or another config): complete
+            if relative in self._staged:  # the same bytes under another source name: one file
+                size = self._staged[relative]
+            elif target.exists():  # placed by an earlier build (or another config): complete
                 size = target.stat().st_size
             else:  # staged, moved into place at close: an aborted build leaves no image behind
                 staged = self.staging / relative
                 staged.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(ref.path, staged)
-                size = staged.stat().st_size
-                self._staged.append(relative)
+                size = self._staged[relative] = staged.stat().st_size
             placed = self._placed[ref.path] = (relative, size)
         return placed
 
@@ -536,7 +546,7 @@ class FilesConfigWriter:
         infers one builder for a whole folder, from its first config's data files: the most
         frequent extension, a draw going to ``.parquet``, and ``<config>.metadata.parquet`` counts
         as parquet (only ``metadata.*`` are known metadata). So the family's folder must hold two
-        images of one extension; images are never removed from it."""
+        images of one extension; only ``mmlb gc`` removes images from it, those no config uses."""
         counts: Counter = Counter(Path(relative).suffix for relative in self._staged)
         group = self.out_dir / self.image_prefix
         candidates = group.rglob("*") if group.is_dir() else iter(())
@@ -556,15 +566,16 @@ def metadata_schema(features: Features, image_columns: list[str]) -> pa.Schema:
 
 
 def image_file_extension(path: str) -> str:
-    """The image file's extension as imagefolder knows it (``.jpeg`` -> ``jpg``); sniffed from the
-    magic bytes when the name has none it accepts (a store object always has one)."""
-    suffix = Path(path).suffix.lower().lstrip(".")
-    suffix = {"jpeg": "jpg"}.get(suffix, suffix)
-    if suffix in _IMAGE_EXTENSIONS:
-        return suffix
+    """The image file's extension as imagefolder knows it, from its magic bytes first, so that one
+    content gets one name whatever its source names it (``a.jpg``, ``a.jpeg``, a JPEG saved as
+    ``b.png`` or ``c``); the name's (``.jpeg`` -> ``jpg``) for kinds not sniffed (TIFF, BMP)."""
     with open(path, "rb") as handle:
         sniffed = image_extension(handle.read(12))
-    return sniffed if sniffed in _IMAGE_EXTENSIONS else "png"
+    if sniffed in _IMAGE_EXTENSIONS:
+        return sniffed
+    suffix = Path(path).suffix.lower().lstrip(".")
+    suffix = {"jpeg": "jpg"}.get(suffix, suffix)
+    return suffix if suffix in _IMAGE_EXTENSIONS else "png"
 
 
 
