@@ -197,8 +197,9 @@ def test_summary_and_document_prompts(rel):
     assert doc[0].prompt.endswith("Document 4055915: <image>\n\nDocument 4055915: <image>\n\n"
                                   "Document 4055915: <image>\n\nQuestion: Based on Document 4055915, answer "
                                   "the following question. What year?")
-    assert doc[0].meta["answer_format"] == "Integer" and doc[1].answers == ["['a', 'b']"]
-    assert json.loads(doc[1].meta["answer_json"]) == ["a", "b"]  # the release's JSON, for --parity official
+    # the release's JSON text as is: utils.py @22b9f27 L326 json.loads it, L468 shows it to the judge
+    assert doc[0].meta["answer_format"] == "Integer" and doc[1].answers == ['["a", "b"]']
+    assert "answer_json" not in doc[1].meta
 
 
 def test_icl_draws_replay_the_official_single_process_map(rel):

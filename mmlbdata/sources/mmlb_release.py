@@ -51,6 +51,7 @@ from mmlbdata.official.mmlongbench_prompts import (  # noqa: F401
     TEMPLATES,
     TEXT_PAGE,
 )
+from mmlbdata.sources.docqa import list_answer_text
 from mmlbdata.sources.lineschema import Problem, problem
 from mmlbdata.sources.mmlb_release_lines import ICL_DOMAIN, ICL_TEST, LINE_SCHEMAS
 from mmlbdata.sources.records import read_jsonl_reported, unencodable
@@ -164,12 +165,13 @@ def answers_of(value: Any) -> list[str]:
 
 
 def list_answer(answer: Any) -> str:
-    """A document-QA List answer (released as a JSON string, or a list) in the notation of our
-    document-QA rows: the Python literal of its items as strings."""
+    """A document-QA List answer (released as a JSON string, or a list) as our rows keep it: the
+    release's own JSON text, unchanged (what utils.py @22b9f27 L326/L468 reads and shows the judge);
+    a list is written as :func:`docqa.list_answer_text` writes it."""
     items = json.loads(answer) if isinstance(answer, str) else answer
     if not isinstance(items, list):
         raise ReleaseRecordError(f"List answer is not a list: {answer!r}")
-    return repr([str(item) for item in items])
+    return answer if isinstance(answer, str) else list_answer_text(items)
 
 
 def split_prompt(kind: str, prompt: str) -> tuple[str, str]:
@@ -290,8 +292,8 @@ def gold(kind: str, record: dict) -> tuple[list[str], dict]:
     if kind == "niah_choice" and isinstance(answer, int):
         return [chr(ord("A") + answer)], {"answer_index": answer}
     if kind in ("docqa", "text_doc") and record.get("answer_format") == "List":
-        # the release's JSON too: utils.py types its items by JSON (2.0 is a Float, "2.0" an Integer)
-        return [list_answer(answer)], {"answer_json": answer if isinstance(answer, str) else json.dumps(answer)}
+        # the release's JSON text itself: utils.py types its items by JSON (2.0 is a Float, "2.0" an Integer)
+        return [list_answer(answer)], {}
     return answers_of(answer), {}
 
 

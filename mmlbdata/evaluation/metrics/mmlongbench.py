@@ -274,12 +274,15 @@ class DocQA(MMLongBenchMetric):
         answers = golds(example) or [""]
         if self.official:
             kind = LONG_FORMAT.get(str(fmt), str(fmt))
-            gold = meta_of(example).get("answer_json", answers[0]) if kind == "List" else answers[0]
+            gold = list_gold(example, answers) if kind == "List" else answers[0]
             # data.py ``docqa_post_process`` (v1.0: ``dcoqa_post_process``): only ``parse_output(text,
             # prefix=system_template)`` is scored; on the runner's text the first ``Answer:`` is the
             # prepended one, so that is the whole output (v1.1) or its first line (v1.0)
             parsed = off.mmlb_parse_output(text, self.system_template, self.first_line)
             return official_result(lambda: off.docqa_score(gold, parsed, kind), parsed)
+
+        if LONG_FORMAT.get(str(fmt)) == "List":
+            answers = [list_gold(example, answers), *answers[1:]]
 
         def one(candidate):
             return ScoreResult(max(docqa_score(g, candidate, fmt) for g in answers), candidate)
@@ -355,6 +358,13 @@ def judge_question(example: dict) -> str:
     return doc_question(str(doc), question)
 
 
+def list_gold(example: dict, answers: list[str]) -> str:
+    """A List gold as released: ``answers[0]``, the release's JSON text (``["A", "B"]``) from the
+    source readers on; rows built before that kept it in ``meta.answer_json`` beside a Python
+    literal, which is read first for them."""
+    return meta_of(example).get("answer_json", answers[0])
+
+
 def judge_case(text: str, example: dict, prefix: str, first_line: bool) -> dict:
     """What one judge request is made of: the question, the gold as released (a List answer's
     release JSON where the row kept it), ``text`` parsed after ``prefix`` (in parity mode the
@@ -363,7 +373,7 @@ def judge_case(text: str, example: dict, prefix: str, first_line: bool) -> dict:
     fmt = LONG_FORMAT.get(str(meta_of(example).get("answer_format", "String")), "String")
     answers = golds(example) or [""]
     is_list = fmt == "List"
-    reference = meta_of(example).get("answer_json", answers[0]) if is_list else answers[0]
+    reference = list_gold(example, answers) if is_list else answers[0]
     return {"question": judge_question(example), "reference": str(reference), "is_list": is_list,
             "parsed": off.mmlb_parse_output(text or "", prefix, first_line)}
 
