@@ -4,8 +4,8 @@
 layout, and scored twice through one loopback judge that answers by a hash of the exact prompt:
 
 * by us (``evaluate_config`` under protocol v1.1, both parity modes);
-* by the official ``data.py`` @22b9f27 ``load_doc_qa_with_llm_judge`` (L515-551: the question gets
-  "Based on Document {doc_id:.15}, ..." at L530, ``docqa_post_process`` calls ``utils.py``
+* by the official ``data.py`` @22b9f27 ``load_doc_qa_with_llm_judge`` (L506-551: the question gets
+  "Based on Document {doc_id:.15}, ..." at L521, ``docqa_post_process`` calls ``utils.py``
   ``calculate_metrics(parsed, answer, "doc_qa_llm", ...)`` L566-572) on the runner's text
   ``system_template + output`` (eval.py L73-74), with its own ``utils.py``, ``utils_prompt.py`` and
   ``vlm_model`` taken from the MMLongBench git mirror at test time (nothing of it is in this repo).

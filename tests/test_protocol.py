@@ -473,3 +473,23 @@ def test_lmms_eval_hooks_leave_out_what_mmlb_eval_leaves_out(monkeypatch):
             assert hooks.aggregate(items) == expected, (parity, metric)
             if parity == "official":  # one counted item: no spread, in a resample or analytically
                 assert hooks.aggregate_stderr(items) == 0.0, metric
+
+
+def test_judge_question_always_gets_the_document_prefix(prompt_file):
+    """data.py @22b9f27 L521 (``load_doc_qa_with_llm_judge``; L454 ``load_doc_qa`` the same) prefixes
+    every released question with "Based on Document {doc_id:.15}, answer the following question. ",
+    with no check of what the question starts with: a release row whose question already starts so
+    is sent to the judge with the prefix twice, as the official judge sees it."""
+    sent = []
+
+    def responder(body):
+        sent.append(body["messages"][0]["content"])
+        return "[Score]: 1 point"
+
+    question = "Based on Document d, answer the following question. Who?"
+    example = {"id": "p", "dataset": "mmlongdoc", "question": question, "answers": ["x"],
+               "meta": {"answer_format": "String", "doc_name": "d"}}
+    with FakeOpenAI(responder) as server:
+        judge = JudgeClient(model="j", base_url=server.base_url, api_key="k")
+        get_metric("docqa", judge=judge, judge_prompts=prompt_file).score("Answer: x", example)
+    assert f"<Question>: Based on Document d, answer the following question. {question}\n" in sent[-1]

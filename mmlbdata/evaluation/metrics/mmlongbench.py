@@ -350,10 +350,12 @@ def uses_judge(example: dict) -> bool:
 def judge_question(example: dict) -> str:
     """The question as the official judge sees it: ``load_doc_qa_with_llm_judge`` maps it to
     ``Based on Document {doc_name:.15}, answer the following question. <question>`` (our recipe
-    rows store it so; release rows keep the released question and ``meta.doc_name``)."""
+    rows store it so; release rows keep the released question and ``meta.doc_name``). The prefix
+    goes before every released question, even one that starts with it, as data.py @22b9f27 L521
+    (and L454, L580) adds it unconditionally."""
     question = str(example.get("question") or "")
     doc = meta_of(example).get("doc_name")
-    if doc is None or question.startswith("Based on Document "):
+    if doc is None:
         return question
     return doc_question(str(doc), question)
 
