@@ -427,14 +427,46 @@ def test_lmms_eval_stderr_of_a_mean_is_analytic():
     assert aggregate_stderr(items[:1]) == 0.0
 
 
-def test_lmms_eval_stderr_of_a_corpus_aggregate_is_a_seeded_bootstrap():
+def test_lmms_eval_stderr_of_docqa_is_analytic():
+    """DocQA overrides ``aggregate`` only to add the scorer notes; its score is still the mean, so
+    its standard error is lmms-eval's ``mean_stderr`` (lmms_eval/api/metrics.py: sample sd /
+    sqrt(n)), not a bootstrap: scores 1, 0 -> sd 0.7071, se 0.5 (a bootstrap gave 0.3597);
+    1, 0, 0 -> sd 0.5774, se 0.3333 (bootstrap 0.2645). The same for every metric of the registry."""
+    from mmlbdata.evaluation.metrics import metric_names
+    from mmlbdata.exports.lmms_eval_hooks import aggregate_stderr, get_metric
+
+    assert aggregate_stderr([_item("docqa", s) for s in (1.0, 0.0)]) == pytest.approx(0.5)
+    assert aggregate_stderr([_item("docqa", s) for s in (1.0, 0.0, 0.0)]) == pytest.approx(1 / 3)
+    assert aggregate_stderr([_item("docqa", 1.0)] * 5) == 0.0
+    assert all(get_metric(name).mean_score for name in metric_names())
+
+
+def test_lmms_eval_stderr_of_summ_judge_in_parity_mode_counts_the_judged_only(monkeypatch):
+    """eval_gpt4_summ.py leaves out examples without a parseable reply: so does the standard error."""
     from mmlbdata.exports.lmms_eval_hooks import aggregate_stderr
 
-    items = [_item("docqa", s) for s in (1.0, 0.0, 1.0, 0.0, 1.0, 1.0)]
-    first = aggregate_stderr(items)
-    # the bootstrap of a mean-like score lands near the analytic value sd / sqrt(n) = 0.5164 / 2.449
-    assert first == aggregate_stderr(items) and 0.15 < first < 0.27
-    assert aggregate_stderr([_item("docqa", 1.0)] * 5) == 0.0
+    monkeypatch.setenv("MMLB_PARITY", "official")
+    items = [_item("summ_judge", s) for s in (1.0, 0.0, 0.5)]
+    items[2]["extra"] = {"judge_failed": True}
+    assert aggregate_stderr(items) == pytest.approx(0.5)
+
+
+def test_lmms_eval_stderr_of_a_corpus_aggregate_is_a_seeded_bootstrap(monkeypatch):
+    """A metric whose score is not a mean (``mean_score = False``: here the median) is bootstrapped."""
+    from mmlbdata.exports import lmms_eval_hooks as hooks
+
+    class Median:
+        mean_score = False
+
+        def aggregate(self, results, examples):
+            scores = sorted(r.score for r in results)
+            return {"score": scores[len(scores) // 2]}
+
+    monkeypatch.setattr(hooks, "get_metric", lambda name, scope=(): Median())
+    items = [_item("median", s) for s in (1.0, 0.0, 1.0, 0.0, 1.0, 1.0)]
+    first = hooks.aggregate_stderr(items)
+    assert first == hooks.aggregate_stderr(items) and 0.0 < first < 1.0
+    assert hooks.aggregate_stderr([_item("median", 1.0)] * 5) == 0.0
 
 
 def test_lmms_eval_task_lists_the_stderr_metric(tmp_path, built_release):

@@ -9,7 +9,8 @@ lmms-eval computes a standard error only for its own aggregation functions (``me
 the metric's own aggregate, so its ``stderr`` column reads "N/A". The task therefore also reports
 ``mmlb_score_stderr`` (:func:`aggregate_stderr`): the standard error of that aggregate, analytic
 (sample standard deviation / sqrt(n), lmms-eval's ``mean_stderr``) when the aggregate is the mean of
-the per-example scores, else a seeded bootstrap of the metric's own aggregate.
+the per-example scores (every metric's ``mean_score``, even one whose ``aggregate`` adds notes, as
+document QA's does), else a seeded bootstrap of the metric's own aggregate.
 
 ``MMLB_PARITY=official`` in the environment makes the hooks score as the benchmark's official code
 does (the same switch as ``mmlb eval --parity official``); ``MMLB_PROTOCOL=v1.0`` picks MMLongBench's
@@ -139,9 +140,13 @@ def _own_aggregate(items: list[dict]) -> Optional[Any]:
     return metric if aggregate_fn is not Metric.aggregate else None
 
 
+def _results(items: list[dict]) -> list[SimpleNamespace]:
+    """The items as the ``ScoreResult``-like objects a metric's ``aggregate``/``averaged`` read."""
+    return [SimpleNamespace(score=i["score"], parsed=i["parsed"], extra=i["extra"] or {}) for i in items]
+
+
 def _metric_aggregate(metric: Any, items: list[dict]) -> float:
-    results = [SimpleNamespace(score=i["score"], parsed=i["parsed"], extra=i["extra"]) for i in items]
-    return float(metric.aggregate(results, [i["example"] for i in items])["score"])
+    return float(metric.aggregate(_results(items), [i["example"] for i in items])["score"])
 
 
 def _counted(items: list[dict]) -> list[dict]:
@@ -166,14 +171,24 @@ def _sample_stddev(values: list[float]) -> float:
     return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
 
 
+def _analytic(scores: list[float]) -> float:
+    """lmms-eval's ``mean_stderr``: sample standard deviation / sqrt(n) (0 under two scores)."""
+    return _sample_stddev(scores) / math.sqrt(len(scores)) if len(scores) >= 2 else 0.0
+
+
 def aggregate_stderr(items: list[dict]) -> float:
-    """Standard error of :func:`aggregate` over ``items`` (0 for fewer than two items)."""
+    """Standard error of :func:`aggregate` over ``items``: analytic when the aggregate is a mean
+    (mixed metrics, or a metric whose ``mean_score`` says its score is the mean of the results it
+    ``averaged``, whatever its ``aggregate`` adds), else a seeded bootstrap of the metric's own
+    aggregate; 0 for fewer than two items."""
+    metric = _own_aggregate(items)
+    if metric is None or getattr(metric, "mean_score", False):
+        if metric is None or not hasattr(metric, "averaged"):
+            return _analytic([i["score"] for i in _counted(items)])
+        return _analytic([r.score for r in metric.averaged(_results(items))])
     items = _counted(items)  # a left-out item is in no aggregate, so in no resample either
     if len(items) < 2:
         return 0.0
-    metric = _own_aggregate(items)
-    if metric is None:  # the aggregate is the mean: its analytic standard error
-        return _sample_stddev([i["score"] for i in items]) / math.sqrt(len(items))
     from mmlbdata.core.seeding import stable_seed
 
     rng = random.Random(stable_seed("lmms-eval stderr", len(items)))

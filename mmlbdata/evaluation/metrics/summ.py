@@ -152,12 +152,20 @@ class SummJudge(MMLongBenchMetric):
                 *(parse.last_json_object(x) if x else None for x in three), len(kps[i]))
         return out
 
+    @staticmethod
+    def _judged(results):
+        return [r for r in results if not r.extra.get("judge_failed") and not r.extra.get("no_keypoints")
+                and not r.extra.get("left_out")]
+
+    def averaged(self, results):
+        """Default: every example (a failed judge call scores 0). Officially (``eval_gpt4_summ.py``)
+        examples without a parseable reply are left out."""
+        return self._judged(results) if self.official else list(results)
+
     def aggregate(self, results, examples):
-        """Default: every example counts (a failed judge call scores 0). Officially
-        (``eval_gpt4_summ.py``) examples without a parseable reply are left out of the means."""
-        ok = [r for r in results if not r.extra.get("judge_failed") and not r.extra.get("no_keypoints")
-              and not r.extra.get("left_out")]
-        counted = ok if self.official else results
+        """The mean over :meth:`averaged`; the judge's four numbers over the judged examples."""
+        ok = self._judged(results)
+        counted = self.averaged(results)
         agg = {"score": mean(r.score for r in counted), "n": len(results), "n_scored": len(ok),
                "judge_failed": sum(1 for r in results if r.extra.get("judge_failed")),
                "no_keypoints": sum(1 for r in results if r.extra.get("no_keypoints")),
