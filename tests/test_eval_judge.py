@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -95,8 +96,11 @@ def test_summ_judge_scores(tmp_path):
         assert r.score == pytest.approx(0.6)
         agg = metric.aggregate([r], [ex])
         assert agg["f1"] == pytest.approx(0.6) and agg["judge_failed"] == 0
-    with pytest.raises(ValueError, match="needs a judge"):
-        get_metric("summ_judge").score("x", ex)
+    # no judge: the row is unscorable, said so, and in no average (a harness run goes on)
+    unscored = get_metric("summ_judge").score_many(["x", "y"], [ex, ex])
+    assert all(r.extra["unscorable"].startswith("unscorable: summ_judge needs") and r.extra["left_out"] for r in unscored)
+    agg = get_metric("summ_judge").aggregate(unscored, [ex, ex])
+    assert math.isnan(agg["score"]) and agg["unscorable"] == 2 and "needs an LLM judge" in agg["note"]
 
 
 def test_summ_judge_unparseable_reply_scores_zero(tmp_path):

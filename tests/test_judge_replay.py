@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from fake_openai import FakeOpenAI
+from mirrors import git_show, mirror_git
 from mmlbdata.dataset.build import build_configs
 from mmlbdata.evaluation.evaluate import evaluate_config, load_examples
 from mmlbdata.evaluation.judge import JudgeClient
@@ -38,24 +39,11 @@ OFFICIAL_FILES = ("data.py", "utils.py", "utils_prompt.py", "vlm_model/__init__.
 MODEL = "judge-replay"
 
 
-def mmlongbench_git() -> Path | None:
-    value = os.environ.get("MMLB_MMLONGBENCH_GIT")
-    if value:
-        return Path(value)
-    for folder in Path(__file__).resolve().parents:
-        candidate = folder / ".mirror" / "EdinburghNLP+MMLongBench" / "repo"
-        if candidate.is_dir():
-            return candidate
-    return None
-
-
 def official_tree(git_dir: Path, dest: Path) -> Path:
     """The official files at v1.1, written out unchanged (``git show``)."""
     for name in OFFICIAL_FILES:
-        text = subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{V11}:{name}"], check=True,
-                              capture_output=True).stdout
         (dest / name).parent.mkdir(parents=True, exist_ok=True)
-        (dest / name).write_bytes(text)
+        (dest / name).write_bytes(git_show(git_dir, V11, name))
     return dest
 
 
@@ -92,8 +80,8 @@ OFFICIAL_RUN = textwrap.dedent("""
 
 @pytest.fixture(scope="module")
 def replay(tmp_path_factory, real_data, tokenizer_path):
-    git_dir = mmlongbench_git()
-    if git_dir is None or not git_dir.is_dir():
+    git_dir = mirror_git("MMLB_MMLONGBENCH_GIT", "EdinburghNLP+MMLongBench")
+    if git_dir is None:
         pytest.skip("no EdinburghNLP/MMLongBench git mirror (set MMLB_MMLONGBENCH_GIT)")
     root = tmp_path_factory.mktemp("replay")
     official = official_tree(git_dir, root / "official")

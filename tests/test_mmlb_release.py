@@ -525,7 +525,8 @@ def test_vlmevalkit_class_interleaves_and_scores(built_release, tmp_path, monkey
     predictions.loc[0, "prediction"] = "Answer: " + ("No" if predictions.loc[0, "answer"] == "Yes" else "Yes")
     predictions.to_csv(tmp_path / "model_vh_single_8k.tsv", sep="\t", index=False)
     table = cls(dataset="vh_single_8k").evaluate(str(tmp_path / "model_vh_single_8k.tsv"))
-    assert table.to_dict("records") == [{"category": "vh_single", "metric": "binary_acc", "n": 2, "score": 0.5}]
+    assert table.to_dict("records") == [{"category": "vh_single", "metric": "binary_acc", "n": 2, "score": 0.5,
+                                         "unscorable": 0}]
     assert (tmp_path / "model_vh_single_8k_mmlb_score.csv").is_file()
 
 

@@ -14,7 +14,9 @@ document QA's does), else a seeded bootstrap of the metric's own aggregate.
 
 ``MMLB_PARITY=official`` in the environment makes the hooks score as the benchmark's official code
 does (the same switch as ``mmlb eval --parity official``); ``MMLB_PROTOCOL=v1.0`` picks MMLongBench's
-paper protocol instead of v1.1 (``mmlb eval --protocol``; no judge here: document QA by the rules).
+paper protocol instead of v1.1 (``mmlb eval --protocol``); ``MMLB_JUDGE_*`` configure the judge
+(:mod:`.harness_options`). Without a judge a summary row is unscorable: reported so (a NaN score,
+``unscorable`` in the aggregate), never an exception that ends the whole lmms-eval run.
 In parity mode an example the official API runners leave out (empty parsed output, marked
 ``extra.left_out``) is left out of the mean and its standard error, as ``mmlb eval`` does.
 """
@@ -27,7 +29,7 @@ import random
 from types import SimpleNamespace
 from typing import Any, Optional
 
-from mmlbdata.exports import split_prompt
+from mmlbdata.exports import harness_options, split_prompt
 
 TEXT_FIELDS = ("id", "dataset", "length", "num_tokens", "prompt", "question", "answers", "metric", "meta")
 SCORE_KEY = "mmlb_score"
@@ -40,16 +42,8 @@ class MetricUnavailableError(RuntimeError):
     """The installed mmlbdata has no evaluator registry (or not this metric)."""
 
 
-def parity() -> str:
-    """``official`` or ``default``, from ``$MMLB_PARITY`` (lmms-eval passes no options to hooks)."""
-    return os.environ.get("MMLB_PARITY", "").strip() or "default"
-
-
-def protocol() -> str:
-    """MMLongBench's protocol, from ``$MMLB_PROTOCOL`` (default: ``mmlbdata.official.protocol.DEFAULT``)."""
-    from mmlbdata.official.protocol import DEFAULT
-
-    return os.environ.get("MMLB_PROTOCOL", "").strip() or DEFAULT
+# lmms-eval passes no options to hooks: mmlb eval's flags come from the environment
+parity, protocol = harness_options.parity, harness_options.protocol
 
 
 def get_metric(name: str, scope: tuple = ()) -> Any:
@@ -68,6 +62,7 @@ def get_metric(name: str, scope: tuple = ()) -> Any:
     try:
         # the protocol is passed only when asked for: a registry without it still serves the default
         chosen = {"protocol": protocol()} if os.environ.get("MMLB_PROTOCOL", "").strip() else {}
+        chosen.update(harness_options.judge_options().get(name, {}))
         if parity() == "default":
             return lookup(name, **chosen)
         # one instance per metric and loaded file: official binary_acc's default answer cycles
@@ -172,7 +167,10 @@ def _sample_stddev(values: list[float]) -> float:
 
 
 def _analytic(scores: list[float]) -> float:
-    """lmms-eval's ``mean_stderr``: sample standard deviation / sqrt(n) (0 under two scores)."""
+    """lmms-eval's ``mean_stderr``: sample standard deviation / sqrt(n); 0 for one score, NaN for
+    none (a task whose rows were all unscorable has no score and no error either)."""
+    if not scores:
+        return math.nan
     return _sample_stddev(scores) / math.sqrt(len(scores)) if len(scores) >= 2 else 0.0
 
 
