@@ -295,7 +295,7 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
         images = functools.partial(release_tsv.image_root, root, self.length)  # per image, as VLMEvalKit
         tally, seen, subsets = release.LengthTally(self.length), set(), set()
         unusual = {"image_markers": 0, "template_mismatch": 0}
-        for number, row in release_tsv.read_tsv(path, self.config.dataset, self.report):
+        for number, row in release_tsv.read_tsv(path, self.config.dataset, self.report, protocol=self.option("protocol")):
             if self.limit is not None and tally.rows >= self.limit:
                 break
             example = self._mmlb_release_example(row, path, path.name, number, seen, images)

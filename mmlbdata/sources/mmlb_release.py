@@ -375,6 +375,11 @@ def _records(path: Path, kind: str, report: BuildReport) -> Iterator[tuple[int, 
             report.skip(path, f"line {line_no}", found.message, field=found.field or None)
 
 
+#: the report line of a record dropped by the v1.1 filter, whichever source path it is read from
+QUOTED_IMAGE_DROPPED = ('image path contains a double quote: dropped by load_vrag (MMLongBench v1.1, '
+                        'data.py @22b9f27 L47-55, since bf8fbae; --protocol v1.0 keeps it)')
+
+
 def has_quoted_image(record: dict) -> bool:
     """data.py ``load_vrag`` (v1.1, bf8fbae) drops a record when ``'"'`` is in any of its image
     paths (``sample["image"]`` is one path: its characters are tested one by one, the same)."""
@@ -388,8 +393,7 @@ def _loaded(path: Path, kind: str, report: BuildReport, protocol) -> Iterator[tu
     ``load_vrag`` first filters out images with a double quote (ViQuAE), reported as skipped."""
     for line_no, record in _records(path, kind, report):
         if kind == "vrag" and protocols.get(protocol).drop_quoted_images and has_quoted_image(record):
-            report.skip(path, f"line {line_no}", 'image path contains a double quote: dropped by load_vrag '
-                        '(MMLongBench v1.1, data.py @bf8fbae; --protocol v1.0 keeps it)')
+            report.skip(path, f"line {line_no}", QUOTED_IMAGE_DROPPED)
             continue
         yield line_no, record
 
