@@ -312,6 +312,30 @@ def test_over_budget_rows_are_kept_and_flagged(rel, tmp_path, tokenizer_path):
     assert read_manifest(tmp_path / "out", "vh_single_8k")["official_lengths"]["over_budget"] == 1
 
 
+def test_a_repeated_official_id_keeps_both_rows_and_reports_the_rename(rel, tmp_path, tokenizer_path):
+    """Official releases repeat ids (data.py @22b9f27 ``load_vrag_occlusion`` L82-100 keeps the first
+    row per id); both rows are built, the second as ``1#2``, which a prediction keyed by the official
+    id ``1`` never matches: the note and the manifest name the file and line of each rename."""
+    root, img = rel
+    dup = tmp_path / "dup"
+    shutil.copytree(root / "mmlb_image", dup / "mmlb_image")
+    relative = "NIAH/vh_single_test_1000_K8_dep6.jsonl"
+    _write_jsonl(dup / "mmlb_data" / relative, [
+        {"id": 1, "question": "q?", "answer": "No", "ctxs": img["photos"][:1]},
+        {"id": 1, "question": "q?", "answer": "Yes", "ctxs": img["photos"][:1]},
+        {"id": 2, "question": "q?", "answer": "Yes", "ctxs": img["photos"][:1]}])
+    [result] = build_configs(["vh_single_8k"], {"mmlb_release": dup}, tmp_path / "out", tokenizer=tokenizer_path,
+                             store_root=tmp_path / "store", progress=False)
+    assert result.ok
+    assert [(r["id"], r["answers"]) for r in iter_rows(tmp_path / "out", "vh_single_8k")] == [
+        ("1", ["No"]), ("1#2", ["Yes"]), ("2", ["Yes"])]
+    manifest = read_manifest(tmp_path / "out", "vh_single_8k")
+    assert manifest["renamed_ids"] == [{"official_id": "1", "id": "1#2", "file": relative, "record": "line 2",
+                                        "first_record": "line 1"}]
+    [note] = [n for n in manifest["report"]["notes"] if "repeat an official id" in n]
+    assert f"1 row(s) of {relative}" in note and "line 2 repeats id '1' of line 1 -> '1#2'" in note
+
+
 def test_missing_or_escaping_image_skips_the_row_and_reports_it(rel, tmp_path, tokenizer_path):
     root, img = rel
     bad = tmp_path / "bad"

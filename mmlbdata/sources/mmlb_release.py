@@ -486,13 +486,47 @@ def _icl_fitting(path: Path, data: dict, report: BuildReport) -> dict:
 
 
 # -- our ids and the card's comparison of lengths -----------------------------------------------------
+def base_id(row: ReleaseRow, number: int) -> str:
+    """The official id as a string (``<domain>_<index>`` for ICL examples without one)."""
+    return str(row.official_id) if row.official_id is not None else f"{row.meta.get('domain', 'row')}_{number}"
+
+
 def unique_id(row: ReleaseRow, number: int, seen: set[str]) -> str:
-    """The official id as a string (``<domain>_<index>`` for ICL examples without one); a repeated
-    id gets ``#<record>`` so ids stay unique within a config."""
-    base = str(row.official_id) if row.official_id is not None else f"{row.meta.get('domain', 'row')}_{number}"
+    """:func:`base_id`; a repeated id gets ``#<record>`` so ids stay unique within a config (the
+    builder reports every such rename: :class:`RenamedIds`)."""
+    base = base_id(row, number)
     example_id = base if base not in seen else f"{base}#{number}"
     seen.add(example_id)
     return example_id
+
+
+@dataclass
+class RenamedIds:
+    """The rows of one release file whose official id an earlier row already has: both rows are
+    built (official releases repeat ids), the later one as ``<id>#<record>``, which predictions
+    keyed by the official id never match; so each rename is reported with file and record."""
+
+    file: str
+    first: dict[str, str] = field(default_factory=dict)  # official id -> the record it first appeared at
+    renamed: list[dict[str, str]] = field(default_factory=list)
+
+    def add(self, official: str, example_id: str, record: str) -> None:
+        if example_id == official:
+            self.first.setdefault(official, record)
+            return
+        self.renamed.append({"official_id": official, "id": example_id, "file": self.file, "record": record,
+                             "first_record": self.first.get(official, "")})
+
+    def note(self, config: str) -> str:
+        """The build report's line ("" when no id repeats)."""
+        if not self.renamed:
+            return ""
+        shown = "; ".join(f"{r['record']} repeats id {r['official_id']!r} of {r['first_record']} -> "
+                          f"{r['id']!r}" for r in self.renamed[:5])
+        more = f" (and {len(self.renamed) - 5} more)" if len(self.renamed) > 5 else ""
+        return (f"{config}: {len(self.renamed)} row(s) of {self.file} repeat an official id and are kept "
+                f"under a new id (predictions keyed by the official id match the first row only; manifest "
+                f"renamed_ids lists them): {shown}{more}")
 
 
 @dataclass
