@@ -54,7 +54,7 @@ from mmlbdata.official.mmlongbench_prompts import (  # noqa: F401
 from mmlbdata.sources.docqa import list_answer_text
 from mmlbdata.sources.lineschema import Problem, problem
 from mmlbdata.sources.mmlb_release_lines import ICL_DOMAIN, ICL_TEST, LINE_SCHEMAS
-from mmlbdata.sources.records import read_jsonl_reported, unencodable
+from mmlbdata.sources.records import Span, read_jsonl_reported_spans, read_spans, unencodable
 
 SOURCE_KEY = "mmlb_release"
 LAYOUT = ("MMLongBench release: mmlb_data/{vrag,NIAH,ICL,summ,documentQA}/<files as in the official "
@@ -362,15 +362,15 @@ def paper_order(num_rows: int, count: int, seed: int = OFFICIAL_SEED) -> list[in
     return index.shuffle(seed=seed).select(range(min(num_rows, count)))["row"]
 
 
-def _records(path: Path, kind: str, report: BuildReport) -> Iterator[tuple[int, dict]]:
-    """(line number, record) of the lines that fit ``kind``'s schema (mmlb_release_lines), checked
-    here before any loader reads a field; a line that does not is reported (its field and why) and
-    left out, of the rows and of the paper's draw alike, as if it were not in the file."""
+def _records(path: Path, kind: str, report: BuildReport) -> Iterator[tuple[int, dict, Span]]:
+    """(line number, record, span) of the lines that fit ``kind``'s schema (mmlb_release_lines),
+    checked here before any loader reads a field; a line that does not is reported (its field and
+    why) and left out, of the rows and of the paper's draw alike, as if it were not in the file."""
     schema = LINE_SCHEMAS[kind]
-    for line_no, record in read_jsonl_reported(path, report):
+    for line_no, record, span in read_jsonl_reported_spans(path, report):
         found = problem(record, schema)
         if found is None:
-            yield line_no, record
+            yield line_no, record, span
         else:
             report.skip(path, f"line {line_no}", found.message, field=found.field or None)
 
@@ -388,14 +388,14 @@ def has_quoted_image(record: dict) -> bool:
     return any(isinstance(p, str) and '"' in p for p in images)
 
 
-def _loaded(path: Path, kind: str, report: BuildReport, protocol) -> Iterator[tuple[int, dict]]:
+def _loaded(path: Path, kind: str, report: BuildReport, protocol) -> Iterator[tuple[int, dict, Span]]:
     """The records the official loader keeps before drawing its subset: under protocol v1.1
     ``load_vrag`` first filters out images with a double quote (ViQuAE), reported as skipped."""
-    for line_no, record in _records(path, kind, report):
+    for line_no, record, span in _records(path, kind, report):
         if kind == "vrag" and protocols.get(protocol).drop_quoted_images and has_quoted_image(record):
             report.skip(path, f"line {line_no}", QUOTED_IMAGE_DROPPED)
             continue
-        yield line_no, record
+        yield line_no, record, span
 
 
 def read_release_file(path: Path, kind: str, report: BuildReport, *, paper: Optional[int] = None,
@@ -408,21 +408,22 @@ def read_release_file(path: Path, kind: str, report: BuildReport, *, paper: Opti
     selection = ReleaseFile("", "", kind, 0).selection
     lines: Optional[list[int]] = None
     if paper is not None and selection == "ids":
+        # one pass over the file for the ids (and where each line lies), then only the drawn lines again
+        found = [(n, r["id"], span) for n, r, span in _loaded(path, kind, report, protocol) if "id" in r]
         try:
-            wanted = paper_ids([r.get("id") for _, r in _loaded(path, kind, BuildReport(), protocol) if "id" in r],
-                               paper, seed)
+            wanted = paper_ids([ident for _, ident, _ in found], paper, seed)
         except ValueError as err:
             raise ValueError(f"{path}: {err}") from err
-        rows = ((n, r) for n, r in _loaded(path, kind, report, protocol) if r.get("id") in wanted)
+        rows = read_spans(path, [(n, span) for n, ident, span in found if ident in wanted])
         if kind == "vrag_occ":  # load_vrag_occlusion keeps the first row of each drawn id
             rows = _first_per_id(rows)
     elif paper is not None:
-        numbers = [n for n, _ in _records(path, kind, BuildReport())]
-        lines = [numbers[i] for i in paper_order(len(numbers), paper, seed)]
-        keep = set(lines)
-        rows = ((n, r) for n, r in _records(path, kind, report) if n in keep)
+        spans = [(n, span) for n, _, span in _records(path, kind, report)]
+        order = paper_order(len(spans), paper, seed)
+        lines = [spans[i][0] for i in order]
+        rows = read_spans(path, sorted(spans[i] for i in order))  # file order; emitted in draw order below
     else:
-        rows = _loaded(path, kind, report, protocol)
+        rows = ((n, r) for n, r, _ in _loaded(path, kind, report, protocol))
     built: dict[int, ReleaseRow] = {}
     for line_no, record in rows:
         try:
