@@ -2,6 +2,7 @@
 the drawn lines, not twice; JSON-lines records keep text mode's line numbers."""
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 from pathlib import Path
@@ -63,3 +64,50 @@ def test_a_paper_draw_reads_the_file_once_then_the_drawn_lines(tmp_path, monkeyp
     size = path.stat().st_size
     drawn_bytes = sum(len(lines[i]) + 1 for i in drawn)
     assert _Counting.read_total == size + drawn_bytes < 1.2 * size
+
+
+# -- the writer and the README: what the build already knows is not read back ---------------------
+def _store_rows(tmp_path):
+    from test_layout import A, _images, _rows
+
+    from mmlbdata.core.store import ImageStore
+
+    return _rows(_images(ImageStore(tmp_path / "store"), 4), A)
+
+
+def _digests(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file() and not p.name.startswith(".")}
+
+
+def test_store_images_are_not_hashed_again_by_the_writer(tmp_path, monkeypatch):
+    """A store object is named by its SHA-256 (ImageStore.put_bytes): the writer names its copy
+    from the reference, reading no image to hash it; the built folder is the same as when it did."""
+    from mmlbdata.dataset import writer
+    from mmlbdata.dataset.build import store_config
+
+    store_config(tmp_path / "hashed", "toy_8k", _store_rows(tmp_path), manifest={"family": "toy"})
+    hashed = []
+    monkeypatch.setattr(writer, "file_sha256", lambda path: hashed.append(path) or "0" * 64)
+    store_config(tmp_path / "named", "toy_8k", _store_rows(tmp_path), manifest={"family": "toy"})
+    assert hashed == []
+    assert _digests(tmp_path / "named") == _digests(tmp_path / "hashed")
+
+
+def test_the_readme_entry_is_not_read_back_from_the_metadata_just_written(tmp_path, monkeypatch):
+    """store_config passes the writer's image folder to update_readme; the README is the one the
+    metadata file gives (``sync_readme`` reads it, as ``update_readme`` did)."""
+    from mmlbdata.dataset import card
+    from mmlbdata.dataset.build import store_config
+
+    def no_read(*_args):
+        raise AssertionError("the metadata was read back")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(card, "config_image_dirs", no_read)
+        store_config(tmp_path / "out", "toy_8k", _store_rows(tmp_path), manifest={"family": "toy"})
+        store_config(tmp_path / "out", "toy_text", iter([]), manifest={"family": "toy"})
+    written = (tmp_path / "out" / "README.md").read_text()
+    card.sync_readme(tmp_path / "out")
+    assert (tmp_path / "out" / "README.md").read_text() == written
+    assert "images/toy/**" in written
