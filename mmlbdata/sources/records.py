@@ -67,6 +67,10 @@ def _lines(handle) -> Iterator[tuple[int, bytes]]:
     ``\r\n`` and a lone ``\r`` each end a line), so line numbers are those of any text reader."""
     offset = 0
     for chunk in handle:  # ends at b"\n" (or the end of the file)
+        if b"\r" not in chunk or chunk.endswith(b"\r\n") and chunk.count(b"\r") == 1:  # the common case
+            yield offset, chunk
+            offset += len(chunk)
+            continue
         start = 0
         for match in _LONE_CR.finditer(chunk):
             yield offset + start, chunk[start:match.end()]
