@@ -252,14 +252,16 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
         rows = _release_rows(path, spec, self.report, paper=paper, seed=seed, protocol=self.option("protocol"))
         tally = release.LengthTally(self.length)
         seen: set[str] = set()
+        renamed = release.RenamedIds(relative)
         image_root = release.image_root(root)
         for number, row in rows:
             if self.limit is not None and tally.rows >= self.limit:
                 break
-            example = self._mmlb_release_example(row, path, relative, number, seen, lambda _name: image_root)
+            example = self._mmlb_release_example(row, path, relative, number, seen, lambda _name: image_root, renamed)
             if example is not None:
                 tally.add(example["num_tokens"])
                 yield example
+        self._report_renamed(renamed)
         self.manifest_extra.update(provenance="official release", release_file=relative,
                                    protocol=protocols.get(self.option("protocol")).name,
                                    subset="paper" if paper else "all", official_lengths=tally.summary())
@@ -295,16 +297,18 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
         images = functools.partial(release_tsv.image_root, root, self.length)  # per image, as VLMEvalKit
         tally, seen, subsets = release.LengthTally(self.length), set(), set()
         unusual = {"image_markers": 0, "template_mismatch": 0}
-        for number, row in release_tsv.read_tsv(path, self.config.dataset, self.report):
+        renamed = release.RenamedIds(path.name)
+        for number, row in release_tsv.read_tsv(path, self.config.dataset, self.report, protocol=self.option("protocol")):
             if self.limit is not None and tally.rows >= self.limit:
                 break
-            example = self._mmlb_release_example(row, path, path.name, number, seen, images)
+            example = self._mmlb_release_example(row, path, path.name, number, seen, images, renamed)
             if example is not None:
                 tally.add(example["num_tokens"])
                 subsets.add(row.meta.get("mmlb_subset") or "")
                 for key in unusual:
                     unusual[key] += key in row.meta
                 yield example
+        self._report_renamed(renamed)
         if any(unusual.values()):
             self.report.note(f"{self.config.name}: {unusual['image_markers']} rows with image markers not one per "
                              f"image (meta.image_markers), {unusual['template_mismatch']} prompts not in data.py's "
@@ -321,6 +325,12 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
         self.report.note(f"{self.config.name}: VLMEvalKit release {path.name} ({', '.join(sorted(subsets))}); "
                          f"{tally.describe()}")
 
+    def _report_renamed(self, renamed: release.RenamedIds) -> None:
+        """Repeated official ids: one note in the build report, every rename in the manifest."""
+        if renamed.renamed:
+            self.report.note(renamed.note(self.config.name))
+            self.manifest_extra["renamed_ids"] = renamed.renamed
+
     def _mmlb_paper_samples(self, spec: release.ReleaseFile) -> Optional[int]:
         subset = str(self.option("subset", "all"))
         if subset not in ("all", "paper"):
@@ -328,9 +338,10 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
         return spec.paper_samples if subset == "paper" else None
 
     def _mmlb_release_example(self, row: release.ReleaseRow, path: Path, relative: str, number: int,
-                              seen: set[str], images: Callable[[str], Path]) -> Optional[dict[str, Any]]:
+                              seen: set[str], images: Callable[[str], Path],
+                              renamed: release.RenamedIds) -> Optional[dict[str, Any]]:
         """One official row in our schema (``images(name)``: the folder an image lies under); a row
-        with an unusable image is skipped and reported."""
+        with an unusable image is skipped and reported; a repeated official id renamed, in ``renamed``."""
         record = {".jsonl": f"line {number}", ".tsv": f"row {number}"}.get(path.suffix, f"test example {number}")
         try:
             refs = [self.store.ref_inside(images(name), name, what="image") for name in row.images]
@@ -342,7 +353,9 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
         meta = {"official_id": row.official_id, "release_file": relative,
                 "release_record": number, "provenance": "official release", "over_budget": num_tokens > self.length,
                 "answer_prefix": prompts.answer_prefix(kind), **row.meta}
-        return make_example(id=release.unique_id(row, number, seen), dataset=self.config.dataset, length=self.length,
+        example_id = release.unique_id(row, number, seen)
+        renamed.add(release.base_id(row, number), example_id, record)
+        return make_example(id=example_id, dataset=self.config.dataset, length=self.length,
                             num_tokens=num_tokens, prompt=row.prompt, images=refs, question=row.question,
                             answers=row.answers, metric=self.config.metric, meta=meta)
 

@@ -31,6 +31,8 @@ from mmlbdata.core.seeding import rng as seeded_rng
 from mmlbdata.core.store import ImageRef
 from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
 from mmlbdata.official import mmlongbench_prompts as prompts
+from mmlbdata.official import protocol as protocols
+from mmlbdata.official.protocol import DEFAULT as DEFAULT_PROTOCOL  # in the config options: a protocol change rebuilds
 from mmlbdata.retrieval.corpus import Corpus, default_cache_dir, open_corpus
 from mmlbdata.retrieval.dense import DEFAULT_MODEL
 from mmlbdata.retrieval.search import Retriever, mentions_any
@@ -90,7 +92,7 @@ class VisualRAG(MMLBBuilder):
         standard_configs("infoseek", lengths=MMLONGBENCH_LENGTH_KEYS, metric="sub_em", sources=("infoseek", "kilt"), split="val",
                          num_questions=100, description="InfoSeek visual RAG")
         + standard_configs("viquae", lengths=MMLONGBENCH_LENGTH_KEYS, metric="sub_em", sources=("viquae", "kilt"), split="test",
-                           num_questions=100, description="ViQuAE visual RAG")
+                           num_questions=100, protocol=DEFAULT_PROTOCOL, description="ViQuAE visual RAG")
     )
 
     # -- setup -----------------------------------------------------------------------------------
@@ -145,7 +147,8 @@ class VisualRAG(MMLBBuilder):
     # -- ViQuAE ----------------------------------------------------------------------------------
     def viquae_questions(self, corpus: Corpus) -> Iterator[RagQuestion]:
         source = self.source("viquae")
-        for q in read_viquae(source, self.store, self.report, split=self.option("split", "test")):
+        drop_quoted = protocols.get(self.option("protocol")).drop_quoted_images  # v1.1's load_vrag filter
+        for q in read_viquae(source, self.store, self.report, split=self.option("split", "test"), drop_quoted=drop_quoted):
             gold, article = self.provenance_passage(corpus, q.provenance, q.answers)
             entity_article = corpus.find_article(wikipedia_id=q.kilt_id) or article
             if gold is None and entity_article is not None:

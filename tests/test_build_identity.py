@@ -47,7 +47,8 @@ RECIPES = {
     "vh_single_8k": "12b189e23fcec42832953b939d238e0d4cebf20a84d7b274cafdaf649311bdc3",  # vh
     "vh_multi_8k": "1fa03658021c62d9e26f72cf1b7ce11f1e62943db81163cef56f5c3dd3895f4e",  # vh
     "longdocurl_8k": "8d296d2a04692d08c0aca13a288cb7079740e01932a08d160a53656744176e32",  # docvqa
-    "mmlongdoc_8k": "62c3032fe05d07b4c89f69dc1b3f80503068ef564c0c71effaa8f3066e19805d",  # docvqa
+    # re-pinned by #35: List answers are the release's JSON text (["A", "B"]), no longer ['A', 'B']
+    "mmlongdoc_8k": "acc226d8faf0f63b35b4137f03863853e3417a89a2a102426e298a89e903e671",  # docvqa
     "mmlongbench_doc_8k": "b2e14a0abd0b25a83d114feec9065084f892c2281c395ad3db08d65d7331511c",  # mmlongbench_doc
     "readbench_mmlu_pro": "c39326d92536a6c7f3a8e10f2e2f93f81796808eb31e0d2b778e7303c9b1401c",  # readbench
     "multi_lexsum_8k": "19b16dc779cd6296fd7ea03c560853dd85d6662f4c5cdd9f0bd0442401607563",  # summ
@@ -70,7 +71,7 @@ RECIPE_PARQUET = {
     "vh_single_8k": "c0e0b9d326937fb14911ed24c79efe3642a266a31a74d40f4acf5716f66c6589",
     "vh_multi_8k": "0c812c0cdc8b62cc2506935595a9919b0d9be306f0e68958163b554c5d870b99",
     "longdocurl_8k": "564dd389dd60a72e0990ec61c00d1c12fe791de77f54dd9492022fe909b0b2ff",
-    "mmlongdoc_8k": "0a9aca9f37bff5fa1cdda38605f7f9e1bbc93dcf7a31e7bb7dab76817109122e",
+    "mmlongdoc_8k": "d3782e7964fd60272c3ce70bcfb603f7aed3bd126987fea00cc126a2144f22db",  # #35: JSON List answers
     "mmlongbench_doc_8k": "5d50347d984dfa5e62fdde91cd26a2235bcd7fd213d4a24d6d2d7b95db8d3610",
     "readbench_mmlu_pro": "2f796493bdc0049a3dbf50eb14d2db24a8a343603578a1a9851eacf0cba254d7",
     "multi_lexsum_8k": "9ddcb937ed3e89b8f12f167a6421f01a6bd333dd87094b09510fdd574f22fb79",

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -95,8 +96,11 @@ def test_summ_judge_scores(tmp_path):
         assert r.score == pytest.approx(0.6)
         agg = metric.aggregate([r], [ex])
         assert agg["f1"] == pytest.approx(0.6) and agg["judge_failed"] == 0
-    with pytest.raises(ValueError, match="needs a judge"):
-        get_metric("summ_judge").score("x", ex)
+    # no judge: the row is unscorable, said so, and in no average (a harness run goes on)
+    unscored = get_metric("summ_judge").score_many(["x", "y"], [ex, ex])
+    assert all(r.extra["unscorable"].startswith("unscorable: summ_judge needs") and r.extra["left_out"] for r in unscored)
+    agg = get_metric("summ_judge").aggregate(unscored, [ex, ex])
+    assert math.isnan(agg["score"]) and agg["unscorable"] == 2 and "needs an LLM judge" in agg["note"]
 
 
 def test_summ_judge_unparseable_reply_scores_zero(tmp_path):
@@ -160,3 +164,19 @@ def test_prompts_unchanged(name):
 
     text = load_prompt(name)
     assert (len(text), hashlib.sha256(text.encode()).hexdigest()[:16]) == PROMPTS[name]
+
+
+def test_cache_key_holds_the_endpoint(tmp_path):
+    """Two judges behind two URLs with the same model name answer differently: the second must be
+    asked, not served the first one's cached reply. The key holds everything that changes an
+    answer (endpoint, model, prompt, params), as the official judge is one client per endpoint
+    (MMLongBench data.py @22b9f27 ``get_llm_judge_client``: ``base_url=endpoint``)."""
+    cache = tmp_path / "cache.jsonl"
+    with FakeOpenAI(lambda body: "first") as one, FakeOpenAI(lambda body: "second") as two:
+        assert JudgeClient(model="m", base_url=one.base_url, cache_path=cache).complete("q") == "first"
+        other = JudgeClient(model="m", base_url=two.base_url, cache_path=cache)
+        assert other.complete("q") == "second" and other.usage.cache_hits == 0
+        again = JudgeClient(model="m", base_url=one.base_url, cache_path=cache)
+        assert again.complete("q") == "first" and again.usage.cache_hits == 1
+        assert again.complete("q", max_tokens=7) == "first" and again.usage.calls == 1  # params are in the key
+    assert len(one.requests) == 2 and len(two.requests) == 1

@@ -197,8 +197,9 @@ def test_summary_and_document_prompts(rel):
     assert doc[0].prompt.endswith("Document 4055915: <image>\n\nDocument 4055915: <image>\n\n"
                                   "Document 4055915: <image>\n\nQuestion: Based on Document 4055915, answer "
                                   "the following question. What year?")
-    assert doc[0].meta["answer_format"] == "Integer" and doc[1].answers == ["['a', 'b']"]
-    assert json.loads(doc[1].meta["answer_json"]) == ["a", "b"]  # the release's JSON, for --parity official
+    # the release's JSON text as is: utils.py @22b9f27 L326 json.loads it, L468 shows it to the judge
+    assert doc[0].meta["answer_format"] == "Integer" and doc[1].answers == ['["a", "b"]']
+    assert "answer_json" not in doc[1].meta
 
 
 def test_icl_draws_replay_the_official_single_process_map(rel):
@@ -309,6 +310,30 @@ def test_over_budget_rows_are_kept_and_flagged(rel, tmp_path, tokenizer_path):
     [row] = list(iter_rows(tmp_path / "out", "vh_single_8k"))
     assert result.ok and row["num_tokens"] > 8192 and json.loads(row["meta"])["over_budget"] is True
     assert read_manifest(tmp_path / "out", "vh_single_8k")["official_lengths"]["over_budget"] == 1
+
+
+def test_a_repeated_official_id_keeps_both_rows_and_reports_the_rename(rel, tmp_path, tokenizer_path):
+    """Official releases repeat ids (data.py @22b9f27 ``load_vrag_occlusion`` L82-100 keeps the first
+    row per id); both rows are built, the second as ``1#2``, which a prediction keyed by the official
+    id ``1`` never matches: the note and the manifest name the file and line of each rename."""
+    root, img = rel
+    dup = tmp_path / "dup"
+    shutil.copytree(root / "mmlb_image", dup / "mmlb_image")
+    relative = "NIAH/vh_single_test_1000_K8_dep6.jsonl"
+    _write_jsonl(dup / "mmlb_data" / relative, [
+        {"id": 1, "question": "q?", "answer": "No", "ctxs": img["photos"][:1]},
+        {"id": 1, "question": "q?", "answer": "Yes", "ctxs": img["photos"][:1]},
+        {"id": 2, "question": "q?", "answer": "Yes", "ctxs": img["photos"][:1]}])
+    [result] = build_configs(["vh_single_8k"], {"mmlb_release": dup}, tmp_path / "out", tokenizer=tokenizer_path,
+                             store_root=tmp_path / "store", progress=False)
+    assert result.ok
+    assert [(r["id"], r["answers"]) for r in iter_rows(tmp_path / "out", "vh_single_8k")] == [
+        ("1", ["No"]), ("1#2", ["Yes"]), ("2", ["Yes"])]
+    manifest = read_manifest(tmp_path / "out", "vh_single_8k")
+    assert manifest["renamed_ids"] == [{"official_id": "1", "id": "1#2", "file": relative, "record": "line 2",
+                                        "first_record": "line 1"}]
+    [note] = [n for n in manifest["report"]["notes"] if "repeat an official id" in n]
+    assert f"1 row(s) of {relative}" in note and "line 2 repeats id '1' of line 1 -> '1#2'" in note
 
 
 def test_missing_or_escaping_image_skips_the_row_and_reports_it(rel, tmp_path, tokenizer_path):
@@ -426,14 +451,46 @@ def test_lmms_eval_stderr_of_a_mean_is_analytic():
     assert aggregate_stderr(items[:1]) == 0.0
 
 
-def test_lmms_eval_stderr_of_a_corpus_aggregate_is_a_seeded_bootstrap():
+def test_lmms_eval_stderr_of_docqa_is_analytic():
+    """DocQA overrides ``aggregate`` only to add the scorer notes; its score is still the mean, so
+    its standard error is lmms-eval's ``mean_stderr`` (lmms_eval/api/metrics.py: sample sd /
+    sqrt(n)), not a bootstrap: scores 1, 0 -> sd 0.7071, se 0.5 (a bootstrap gave 0.3597);
+    1, 0, 0 -> sd 0.5774, se 0.3333 (bootstrap 0.2645). The same for every metric of the registry."""
+    from mmlbdata.evaluation.metrics import metric_names
+    from mmlbdata.exports.lmms_eval_hooks import aggregate_stderr, get_metric
+
+    assert aggregate_stderr([_item("docqa", s) for s in (1.0, 0.0)]) == pytest.approx(0.5)
+    assert aggregate_stderr([_item("docqa", s) for s in (1.0, 0.0, 0.0)]) == pytest.approx(1 / 3)
+    assert aggregate_stderr([_item("docqa", 1.0)] * 5) == 0.0
+    assert all(get_metric(name).mean_score for name in metric_names())
+
+
+def test_lmms_eval_stderr_of_summ_judge_in_parity_mode_counts_the_judged_only(monkeypatch):
+    """eval_gpt4_summ.py leaves out examples without a parseable reply: so does the standard error."""
     from mmlbdata.exports.lmms_eval_hooks import aggregate_stderr
 
-    items = [_item("docqa", s) for s in (1.0, 0.0, 1.0, 0.0, 1.0, 1.0)]
-    first = aggregate_stderr(items)
-    # the bootstrap of a mean-like score lands near the analytic value sd / sqrt(n) = 0.5164 / 2.449
-    assert first == aggregate_stderr(items) and 0.15 < first < 0.27
-    assert aggregate_stderr([_item("docqa", 1.0)] * 5) == 0.0
+    monkeypatch.setenv("MMLB_PARITY", "official")
+    items = [_item("summ_judge", s) for s in (1.0, 0.0, 0.5)]
+    items[2]["extra"] = {"judge_failed": True}
+    assert aggregate_stderr(items) == pytest.approx(0.5)
+
+
+def test_lmms_eval_stderr_of_a_corpus_aggregate_is_a_seeded_bootstrap(monkeypatch):
+    """A metric whose score is not a mean (``mean_score = False``: here the median) is bootstrapped."""
+    from mmlbdata.exports import lmms_eval_hooks as hooks
+
+    class Median:
+        mean_score = False
+
+        def aggregate(self, results, examples):
+            scores = sorted(r.score for r in results)
+            return {"score": scores[len(scores) // 2]}
+
+    monkeypatch.setattr(hooks, "get_metric", lambda name, scope=(): Median())
+    items = [_item("median", s) for s in (1.0, 0.0, 1.0, 0.0, 1.0, 1.0)]
+    first = hooks.aggregate_stderr(items)
+    assert first == hooks.aggregate_stderr(items) and 0.0 < first < 1.0
+    assert hooks.aggregate_stderr([_item("median", 1.0)] * 5) == 0.0
 
 
 def test_lmms_eval_task_lists_the_stderr_metric(tmp_path, built_release):
@@ -492,7 +549,8 @@ def test_vlmevalkit_class_interleaves_and_scores(built_release, tmp_path, monkey
     predictions.loc[0, "prediction"] = "Answer: " + ("No" if predictions.loc[0, "answer"] == "Yes" else "Yes")
     predictions.to_csv(tmp_path / "model_vh_single_8k.tsv", sep="\t", index=False)
     table = cls(dataset="vh_single_8k").evaluate(str(tmp_path / "model_vh_single_8k.tsv"))
-    assert table.to_dict("records") == [{"category": "vh_single", "metric": "binary_acc", "n": 2, "score": 0.5}]
+    assert table.to_dict("records") == [{"category": "vh_single", "metric": "binary_acc", "n": 2, "score": 0.5,
+                                         "unscorable": 0}]
     assert (tmp_path / "model_vh_single_8k_mmlb_score.csv").is_file()
 
 

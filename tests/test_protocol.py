@@ -358,6 +358,50 @@ def test_viquae_rows_with_a_quote_in_the_image_path_are_dropped_under_v11(tmp_pa
     assert drawn == sorted(release.paper_ids(["q0", "q2"], 1))  # the draw sees only the kept ids
 
 
+def test_viquae_quote_filter_applies_to_the_tsv_release_too(tmp_path):
+    """The same load_vrag filter (data.py @22b9f27 L47-55) on the VLMEvalKit TSV of the extended
+    release: a ViQuAE row whose image path holds '"' is dropped under v1.1 and reported with its row."""
+    from test_mmlb_release_tsv import row, write_tsv
+
+    from mmlbdata.core.report import BuildReport
+    from mmlbdata.sources import mmlb_release_tsv as tsv
+
+    head = ("Use the given documents to write a concise and short answer to the question about the entity shown "
+            "in the image. Write your answer in the following format:\nAnswer: [answer]\n\nDocument (Title: T): x"
+            "\n\nQuestion: <image token>Who?")
+    rows = [row(i, f"q{i}", head, "A", [name], "vrag_512_sr50", "vrag", "viquae", {"question": "<image>Who?", "answer": ["A"]})
+            for i, name in enumerate(["viquae/a.jpg", 'viquae/The "Boss".jpg', "viquae/c.jpg"])]
+    path = tsv.tsv_path(tmp_path, 524288)
+    write_tsv(path, rows)
+    report = BuildReport()
+    assert [r.official_id for _, r in tsv.read_tsv(path, "viquae", report)] == ["q0", "q2"]
+    assert [(s["record"], "double quote" in s["reason"]) for s in report.to_dict()["skipped"]] == [("row 2", True)]
+    kept = [r.official_id for _, r in tsv.read_tsv(path, "viquae", BuildReport(), protocol="v1.0")]
+    assert kept == ["q0", "q1", "q2"]
+
+
+def test_viquae_quote_filter_applies_to_the_recipe_source(tmp_path, real_data):
+    """And on the ViQuAE release our recipe reads (the question's image file name), under v1.1 only."""
+    import shutil
+
+    from mmlbdata.core.report import BuildReport
+    from mmlbdata.core.store import ImageStore
+    from mmlbdata.sources.viquae import read_viquae
+
+    photo = sorted((real_data / "coco_mini" / "val2017").glob("*.jpg"))[0]
+    (tmp_path / "images").mkdir()
+    records = []
+    for i, name in enumerate(["a.jpg", 'The "Boss".jpg']):
+        shutil.copyfile(photo, tmp_path / "images" / name)
+        records.append({"id": f"t{i}", "image": name, "input": "Who?", "original_question": "Who is it?",
+                        "output": {"original_answer": "A", "answer": ["A"], "provenance": [{"wikipedia_id": "1"}]}})
+    (tmp_path / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    report = BuildReport()
+    assert [q.id for q in read_viquae(tmp_path, ImageStore(tmp_path / "s"), report, drop_quoted=True)] == ["t0"]
+    assert "double quote" in report.to_dict()["skipped"][0]["reason"]
+    assert [q.id for q in read_viquae(tmp_path, ImageStore(tmp_path / "s"), BuildReport())] == ["t0", "t1"]
+
+
 def test_build_protocol_goes_to_prompts_manifest_and_card(tmp_path, real_data, tokenizer_path):
     from test_mmlb_release import write_release
 
@@ -473,3 +517,23 @@ def test_lmms_eval_hooks_leave_out_what_mmlb_eval_leaves_out(monkeypatch):
             assert hooks.aggregate(items) == expected, (parity, metric)
             if parity == "official":  # one counted item: no spread, in a resample or analytically
                 assert hooks.aggregate_stderr(items) == 0.0, metric
+
+
+def test_judge_question_always_gets_the_document_prefix(prompt_file):
+    """data.py @22b9f27 L521 (``load_doc_qa_with_llm_judge``; L454 ``load_doc_qa`` the same) prefixes
+    every released question with "Based on Document {doc_id:.15}, answer the following question. ",
+    with no check of what the question starts with: a release row whose question already starts so
+    is sent to the judge with the prefix twice, as the official judge sees it."""
+    sent = []
+
+    def responder(body):
+        sent.append(body["messages"][0]["content"])
+        return "[Score]: 1 point"
+
+    question = "Based on Document d, answer the following question. Who?"
+    example = {"id": "p", "dataset": "mmlongdoc", "question": question, "answers": ["x"],
+               "meta": {"answer_format": "String", "doc_name": "d"}}
+    with FakeOpenAI(responder) as server:
+        judge = JudgeClient(model="j", base_url=server.base_url, api_key="k")
+        get_metric("docqa", judge=judge, judge_prompts=prompt_file).score("Answer: x", example)
+    assert f"<Question>: Based on Document d, answer the following question. {question}\n" in sent[-1]

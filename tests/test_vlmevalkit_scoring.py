@@ -35,7 +35,8 @@ def test_the_scores_are_mmlb_evals():
     predictions = {"a1": {"prediction": "Answer: Yes"}, "a2": {"prediction": "Answer: Yes"},
                    "a3": {"prediction": ""}}
     direct = evaluate_config(examples, predictions)["metrics"]["binary_acc"]["score"]
-    assert score_rows(ROWS[:3]) == [{"category": "vh_single", "metric": "binary_acc", "n": 3, "score": direct}]
+    assert score_rows(ROWS[:3]) == [{"category": "vh_single", "metric": "binary_acc", "n": 3, "score": direct,
+                                     "unscorable": 0}]
 
 
 def test_an_id_twice_in_one_category_is_refused():

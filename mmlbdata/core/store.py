@@ -31,8 +31,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Optional, Union
@@ -61,6 +62,9 @@ class ImageRef:
     path: str
     width: int
     height: int
+    #: the SHA-256 of the file's bytes when already known (a store object is named by it), so the
+    #: writer need not read the file again to name its copy; None for a source image
+    sha256: Optional[str] = field(default=None, compare=False)
 
     @property
     def name(self) -> str:
@@ -199,6 +203,15 @@ def _file_sha256(path: str, size: int, mtime_ns: int, chunk: int = 1 << 20) -> s
     return digest.hexdigest()
 
 
+_DIGEST_NAME = re.compile(r"[0-9a-f]{64}")
+
+
+def object_digest(path: PathLike) -> Optional[str]:
+    """The SHA-256 a store object's name states (``objects/ab/<sha256>.<ext>``), else None."""
+    stem = Path(path).name.split(".", 1)[0]
+    return stem if _DIGEST_NAME.fullmatch(stem) and Path(path).parent.name == stem[:2] else None
+
+
 def default_store_root() -> Path:
     """``$MMLB_CACHE/store``, else ``~/.cache/mmlbdata/store``."""
     base = os.environ.get("MMLB_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "mmlbdata")
@@ -240,7 +253,7 @@ class ImageStore:
         self.limits.check(f"<{ext} image bytes {digest[:12]}>", width, height)
         if not path.exists():
             _atomic_write(path, data)
-        return ImageRef(str(path), width, height)
+        return ImageRef(str(path), width, height, digest)
 
     def put_image(self, image, fmt: str = "PNG", **save_kwargs) -> ImageRef:
         """Encode a PIL image deterministically and store it."""
@@ -266,7 +279,8 @@ class ImageStore:
             path = self.root / record["object"]
         except (ValueError, KeyError):
             return None  # a damaged entry is simply rebuilt
-        return ImageRef(str(path), record["width"], record["height"]) if path.exists() else None
+        # a store object's name is its content's SHA-256 (put_bytes)
+        return ImageRef(str(path), record["width"], record["height"], object_digest(path)) if path.exists() else None
 
     def cached(self, recipe_key: str, produce: Callable[[], tuple[bytes, str]]) -> ImageRef:
         """The image made by ``recipe_key``, produced (``-> (bytes, ext)``) only the first time."""

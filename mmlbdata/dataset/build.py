@@ -199,7 +199,7 @@ def store_config(out_dir: os.PathLike, config: str, rows: Iterable[dict], featur
             write_manifest(out_dir, config, content)
             from mmlbdata.dataset.card import update_readme
 
-            update_readme(out_dir, config, features, stats)
+            update_readme(out_dir, config, features, stats, image_group=writer_options["image_group"])
         return stats
     except BaseException:
         if created:

@@ -30,6 +30,7 @@ from mmlbdata.core import locks
 from mmlbdata.core.report import human_bytes
 from mmlbdata.dataset.demo import is_demo
 from mmlbdata.dataset.writer import (
+    IMAGES_DIR,
     SPLIT,
     ConfigStats,
     data_files_pattern,
@@ -102,6 +103,14 @@ def config_image_dirs(folder: os.PathLike, config: str) -> Optional[list[str]]:
     return image_dirs(image_paths(path)) if path.is_file() else None
 
 
+def written_image_dirs(stats: ConfigStats, image_group: str) -> Optional[list[str]]:
+    """What :func:`config_image_dirs` reads, from what the writer knows: a files-layout config's
+    images all lie under ``images/<image_group>`` (none: no folder); an embedded config, None."""
+    if stats.layout != "files":
+        return None
+    return [f"{IMAGES_DIR}/{image_group}"] if stats.num_images else []
+
+
 def image_dirs(names: Optional[Iterable[str]]) -> Optional[list[str]]:
     """The ``images/<group>`` folders of a files-layout config's image paths (None stays None:
     an embedded config, e.g. :attr:`mmlbdata.dataset.stats.Distribution.image_files`)."""
@@ -126,9 +135,14 @@ def _listing_order(entry: dict) -> tuple[bool, str]:
     return (not names_images, entry.get("config_name", ""))
 
 
-def update_readme(out_dir: os.PathLike, config: str, features: Features, stats: ConfigStats) -> Path:
-    """Add or replace ``config`` in the folder's README front matter (atomic write)."""
-    entries = config_yaml_entries(config, features, stats, config_image_dirs(out_dir, config))
+def update_readme(out_dir: os.PathLike, config: str, features: Features, stats: ConfigStats,
+                  image_group: Optional[str] = None) -> Path:
+    """Add or replace ``config`` in the folder's README front matter (atomic write).
+    ``image_group``: the ``images/<group>`` folder the writer has just stored the config's images
+    under (the build passes it, so the metadata file it wrote is not read back); without it the
+    folders are read from the config's metadata file."""
+    dirs = written_image_dirs(stats, image_group) if image_group is not None else config_image_dirs(out_dir, config)
+    entries = config_yaml_entries(config, features, stats, dirs)
     return _upsert_readme(Path(out_dir) / "README.md", [entries])
 
 

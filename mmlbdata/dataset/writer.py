@@ -479,7 +479,7 @@ class FilesConfigWriter:
         """The image's path in the folder, copied there (atomically) the first time it is seen."""
         placed = self._placed.get(ref.path)
         if placed is None:
-            digest = file_sha256(ref.path)
+            digest = ref.sha256 or file_sha256(ref.path)  # a store object is named by its hash: not read again
             relative = f"{self.image_prefix}/{digest[:2]}/{digest}.{image_file_extension(ref.path)}"
             target = self.out_dir / relative
             if relative in self._staged:  # the same bytes under another source name: one file

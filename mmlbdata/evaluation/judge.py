@@ -42,9 +42,11 @@ def _messages(request: Request) -> list[dict]:
     return [dict(m) for m in request]
 
 
-def cache_key(model: str, messages: list[dict], params: dict) -> str:
-    """sha256 of (model, prompt messages, sampling params) in canonical JSON."""
-    blob = json.dumps([model, messages, params], sort_keys=True, ensure_ascii=False)
+def cache_key(endpoint: dict, model: str, messages: list[dict], params: dict) -> str:
+    """sha256 of everything that changes a judge's answer, in canonical JSON: the endpoint (its
+    URL and API kind: the same model name behind another server is another judge), the model,
+    the prompt messages and the sampling params."""
+    blob = json.dumps([endpoint, model, messages, params], sort_keys=True, ensure_ascii=False)
     # surrogatepass: a prompt holding a lone surrogate (from a prediction) still has a key; every
     # other text hashes as before
     return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
@@ -145,13 +147,18 @@ class JudgeClient:
                 time.sleep(delay)
                 attempt += 1
 
+    def endpoint(self) -> dict:
+        """Where the judge answers from, as the cache key reads it (never the API key)."""
+        return {"base_url": self.base_url, "api_type": self.api_type,
+                **({"api_version": self.api_version} if self.api_type == "azure" else {})}
+
     def complete(self, request: Request, max_tokens: int = 1024, temperature: float | None = 0.0) -> str | None:
-        """The reply text, from the cache when this (model, prompt, params) was seen; None when
+        """The reply text, from the cache when this (endpoint, model, prompt, params) was seen; None when
         the endpoint keeps failing (counted in ``usage.failures``, never raised).
         ``temperature=None`` sends none (the endpoint's default, as MMLongBench's doc-QA judge)."""
         messages = _messages(request)
         params = {"max_tokens": max_tokens, **({} if temperature is None else {"temperature": temperature})}
-        key = cache_key(self.model, messages, params)
+        key = cache_key(self.endpoint(), self.model, messages, params)
         hit = self.cache.get(key)
         if hit is not None:
             with self._lock:

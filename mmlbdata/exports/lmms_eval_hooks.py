@@ -9,11 +9,14 @@ lmms-eval computes a standard error only for its own aggregation functions (``me
 the metric's own aggregate, so its ``stderr`` column reads "N/A". The task therefore also reports
 ``mmlb_score_stderr`` (:func:`aggregate_stderr`): the standard error of that aggregate, analytic
 (sample standard deviation / sqrt(n), lmms-eval's ``mean_stderr``) when the aggregate is the mean of
-the per-example scores, else a seeded bootstrap of the metric's own aggregate.
+the per-example scores (every metric's ``mean_score``, even one whose ``aggregate`` adds notes, as
+document QA's does), else a seeded bootstrap of the metric's own aggregate.
 
 ``MMLB_PARITY=official`` in the environment makes the hooks score as the benchmark's official code
 does (the same switch as ``mmlb eval --parity official``); ``MMLB_PROTOCOL=v1.0`` picks MMLongBench's
-paper protocol instead of v1.1 (``mmlb eval --protocol``; no judge here: document QA by the rules).
+paper protocol instead of v1.1 (``mmlb eval --protocol``); ``MMLB_JUDGE_*`` configure the judge
+(:mod:`.harness_options`). Without a judge a summary row is unscorable: reported so (a NaN score,
+``unscorable`` in the aggregate), never an exception that ends the whole lmms-eval run.
 In parity mode an example the official API runners leave out (empty parsed output, marked
 ``extra.left_out``) is left out of the mean and its standard error, as ``mmlb eval`` does.
 """
@@ -26,7 +29,7 @@ import random
 from types import SimpleNamespace
 from typing import Any, Optional
 
-from mmlbdata.exports import split_prompt
+from mmlbdata.exports import harness_options, split_prompt
 
 TEXT_FIELDS = ("id", "dataset", "length", "num_tokens", "prompt", "question", "answers", "metric", "meta")
 SCORE_KEY = "mmlb_score"
@@ -39,16 +42,8 @@ class MetricUnavailableError(RuntimeError):
     """The installed mmlbdata has no evaluator registry (or not this metric)."""
 
 
-def parity() -> str:
-    """``official`` or ``default``, from ``$MMLB_PARITY`` (lmms-eval passes no options to hooks)."""
-    return os.environ.get("MMLB_PARITY", "").strip() or "default"
-
-
-def protocol() -> str:
-    """MMLongBench's protocol, from ``$MMLB_PROTOCOL`` (default: ``mmlbdata.official.protocol.DEFAULT``)."""
-    from mmlbdata.official.protocol import DEFAULT
-
-    return os.environ.get("MMLB_PROTOCOL", "").strip() or DEFAULT
+# lmms-eval passes no options to hooks: mmlb eval's flags come from the environment
+parity, protocol = harness_options.parity, harness_options.protocol
 
 
 def get_metric(name: str, scope: tuple = ()) -> Any:
@@ -67,6 +62,7 @@ def get_metric(name: str, scope: tuple = ()) -> Any:
     try:
         # the protocol is passed only when asked for: a registry without it still serves the default
         chosen = {"protocol": protocol()} if os.environ.get("MMLB_PROTOCOL", "").strip() else {}
+        chosen.update(harness_options.judge_options().get(name, {}))
         if parity() == "default":
             return lookup(name, **chosen)
         # one instance per metric and loaded file: official binary_acc's default answer cycles
@@ -139,9 +135,13 @@ def _own_aggregate(items: list[dict]) -> Optional[Any]:
     return metric if aggregate_fn is not Metric.aggregate else None
 
 
+def _results(items: list[dict]) -> list[SimpleNamespace]:
+    """The items as the ``ScoreResult``-like objects a metric's ``aggregate``/``averaged`` read."""
+    return [SimpleNamespace(score=i["score"], parsed=i["parsed"], extra=i["extra"] or {}) for i in items]
+
+
 def _metric_aggregate(metric: Any, items: list[dict]) -> float:
-    results = [SimpleNamespace(score=i["score"], parsed=i["parsed"], extra=i["extra"]) for i in items]
-    return float(metric.aggregate(results, [i["example"] for i in items])["score"])
+    return float(metric.aggregate(_results(items), [i["example"] for i in items])["score"])
 
 
 def _counted(items: list[dict]) -> list[dict]:
@@ -166,14 +166,27 @@ def _sample_stddev(values: list[float]) -> float:
     return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
 
 
+def _analytic(scores: list[float]) -> float:
+    """lmms-eval's ``mean_stderr``: sample standard deviation / sqrt(n); 0 for one score, NaN for
+    none (a task whose rows were all unscorable has no score and no error either)."""
+    if not scores:
+        return math.nan
+    return _sample_stddev(scores) / math.sqrt(len(scores)) if len(scores) >= 2 else 0.0
+
+
 def aggregate_stderr(items: list[dict]) -> float:
-    """Standard error of :func:`aggregate` over ``items`` (0 for fewer than two items)."""
+    """Standard error of :func:`aggregate` over ``items``: analytic when the aggregate is a mean
+    (mixed metrics, or a metric whose ``mean_score`` says its score is the mean of the results it
+    ``averaged``, whatever its ``aggregate`` adds), else a seeded bootstrap of the metric's own
+    aggregate; 0 for fewer than two items."""
+    metric = _own_aggregate(items)
+    if metric is None or getattr(metric, "mean_score", False):
+        if metric is None or not hasattr(metric, "averaged"):
+            return _analytic([i["score"] for i in _counted(items)])
+        return _analytic([r.score for r in metric.averaged(_results(items))])
     items = _counted(items)  # a left-out item is in no aggregate, so in no resample either
     if len(items) < 2:
         return 0.0
-    metric = _own_aggregate(items)
-    if metric is None:  # the aggregate is the mean: its analytic standard error
-        return _sample_stddev([i["score"] for i in items]) / math.sqrt(len(items))
     from mmlbdata.core.seeding import stable_seed
 
     rng = random.Random(stable_seed("lmms-eval stderr", len(items)))

@@ -36,7 +36,7 @@ from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
 from mmlbdata.dataset.writer import read_manifest
 from mmlbdata.exports import content_name, image_extension, iter_rows, selected_configs, write_image
 from mmlbdata.sources import mmlb_release as release
-from mmlbdata.sources.docqa import LONG_FORMAT
+from mmlbdata.sources.docqa import LONG_FORMAT, list_answer_text
 
 logger = logging.getLogger("mmlbdata")
 
@@ -123,6 +123,17 @@ def _gov_sections(answer: str) -> list[dict]:
     return sections
 
 
+def release_list_text(answer: str) -> str:
+    """A List gold as the release writes it: our rows' JSON text as is; a Python literal (rows
+    built before they kept JSON) or a bare item as the JSON a source reader writes now."""
+    try:
+        if isinstance(json.loads(answer), list):
+            return answer
+    except ValueError:
+        pass
+    return list_answer_text(ast.literal_eval(answer) if answer.startswith("[") else [answer])
+
+
 def _docqa_record(row: dict, images: list[str], context: str, question: str) -> dict:
     meta = _meta(row)
     doc_name = str(meta.get("doc_id") or meta.get("doc_name") or "")
@@ -131,7 +142,7 @@ def _docqa_record(row: dict, images: list[str], context: str, question: str) -> 
     answer_format = LONG_FORMAT.get(str(meta.get("answer_format")), "String")
     answer = row["answers"][0] if row["answers"] else ""
     if answer_format == "List":
-        answer = json.dumps(ast.literal_eval(answer) if answer.startswith("[") else [answer], ensure_ascii=False)
+        answer = release_list_text(meta.get("answer_json", answer))
     return {"question": bare, "answer": answer, "answer_format": answer_format, "doc_name": doc_name,
             "page_list": images}
 

@@ -12,11 +12,15 @@ VLMEvalKit's ``run.py`` finds dataset classes in ``vlmeval.dataset`` (``DATASET_
 ``python -m mmlbdata.exports.vlmevalkit_dataset PATH/TO/VLMEvalKit/run.py --data vh_single_8k
 --model ...`` registers it and runs ``run.py`` itself, unchanged, with the remaining arguments.
 Set ``LMUData`` to the export folder: the class serves the configs listed in its
-``mmlb_vlmevalkit.json``.
+``mmlb_vlmevalkit.json``. ``evaluate`` takes ``mmlb eval``'s parity, protocol and judge from the
+environment (``MMLB_PARITY``, ``MMLB_PROTOCOL``, ``MMLB_JUDGE_*``: :mod:`.harness_options`), reports
+rows it cannot score (a summary without a judge) in an ``unscorable`` column instead of failing,
+and names each metric's ``score`` as VLMEvalKit's primary metric (``report_primary_metric``).
 """
 from __future__ import annotations
 
 import json
+import logging
 import os
 import runpy
 import sys
@@ -26,6 +30,7 @@ from typing import Any, Optional
 
 from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
 
+logger = logging.getLogger(__name__)
 CLASS_NAME = "MMLBDataset"
 LISTING = "mmlb_vlmevalkit.json"  # the configs an export folder holds (written by export_tsv)
 INSTALL_HINT = ("VLMEvalKit is not installed: git clone https://github.com/open-compass/VLMEvalKit && "
@@ -103,19 +108,46 @@ def _by_category(rows: list[dict]) -> dict[str, tuple[list[dict], dict[str, dict
     return groups
 
 
-def score_rows(rows: list[dict]) -> list[dict]:
-    """One line per (category, metric): ``n`` and the metric's own aggregate ``score``, scored by
-    ``mmlb eval``'s own :func:`~mmlbdata.evaluation.evaluate.evaluate_config` (one scoring path)."""
+def score_rows(rows: list[dict], metric_options: Optional[dict] = None) -> list[dict]:
+    """One line per (category, metric): ``n``, the metric's own aggregate ``score`` and the rows it
+    could not score (``unscorable``, with the ``note`` saying why), scored by ``mmlb eval``'s own
+    :func:`~mmlbdata.evaluation.evaluate.evaluate_config` (one scoring path) with ``mmlb eval``'s
+    options: ``metric_options``, else those of the environment (:mod:`.harness_options`:
+    ``MMLB_PARITY``, ``MMLB_PROTOCOL``, ``MMLB_JUDGE_*``)."""
     from mmlbdata.evaluation.evaluate import evaluate_config
+    from mmlbdata.exports import harness_options
 
+    options = harness_options.metric_options() if metric_options is None else metric_options
     table = []
     for category, (examples, predictions) in sorted(_by_category(rows).items()):
-        scored = evaluate_config(examples, predictions)
+        scored = evaluate_config(examples, predictions, options)
         for metric_name, aggregate in sorted(scored["metrics"].items()):
             count = sum(1 for example in examples if example["metric"] == metric_name)
             table.append({"category": category, "metric": metric_name, "n": count,
-                          "score": float(aggregate["score"])})
+                          "score": float(aggregate["score"]), "unscorable": int(aggregate.get("unscorable", 0))})
+            if aggregate.get("note"):
+                logger.warning("%s %s: %s", category, metric_name, aggregate["note"])
     return table
+
+
+def primary_metric(metrics: Optional[dict]) -> dict:
+    """The score lines of VLMEvalKit's flattened summary (``category=..|metric=..|score``), for
+    ``report_primary_metric``. VLMEvalKit's own pick (vlmeval/dataset/image_base.py @e8e78f05 L17-50
+    ``_choose_primary_metric_key``) ranks keys containing "acc" first and breaks ties by name, so
+    ``category=vh_single|metric=binary_acc|n`` (the row count) beat ``...|score``; only numbers
+    are kept, as there (a NaN score of unscorable rows is no primary metric)."""
+    if not isinstance(metrics, dict):
+        return {}
+    return {str(key): float(value) for key, value in metrics.items()
+            if str(key).split("|")[-1] == "score" and _finite_number(value)}
+
+
+def _finite_number(value: Any) -> bool:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return False
+    return not isinstance(value, bool) and number == number and abs(number) != float("inf")
 
 
 def _read_predictions(eval_file: str):
@@ -161,6 +193,10 @@ def dataset_class(base: Optional[type] = None) -> type:
                 line = self.data.iloc[line]
             paths = _as_list(line["image_path"]) if getattr(self, "meta_only", True) else self.dump_image(line)
             return interleave(str(line["question"]), list(paths))
+
+        @classmethod
+        def report_primary_metric(cls, metrics):
+            return primary_metric(metrics)
 
         def evaluate(self, eval_file: str, **judge_kwargs):
             import pandas as pd

@@ -79,11 +79,6 @@ DEVIATIONS: tuple[Deviation, ...] = (
       "every gold is a right answer"),
     D("docqa", "unknown `answer_format`", "KeyError (0 in parity mode)", "String rules",
       "a format spelling should not void a question"),
-    D("docqa", "list gold with a whole-valued float item (`[2.0]`)", "typed by JSON: 2.0 is a Float, so 200 "
-      "matches as a percentage; parity mode reads the release's JSON where the row came from the release "
-      "(`meta.answer_json`)", "list golds are stored as strings (`['2.0']`), typed by text (Integer): 200 does "
-      "not match; rows rebuilt from MMLongBench-Doc have no JSON to read (none of its 151 List answers has "
-      "such an item)", "the builders write list answers as Python string lists"),
     D("sub_em, mc_acc, cls_acc, count_acc, rouge_l, docqa", "`--protocol v1.0` output that goes on after a "
       "newline (`Let me think.\nAnswer: Paris`, `Answer:\nParis`)", "utils.py @26197d2 `parse_output` of the "
       "runner's text reads the output's first line only (`Let me think.`; `\"\"`)", "the parsed candidate is everything after the "

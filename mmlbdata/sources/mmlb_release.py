@@ -51,9 +51,10 @@ from mmlbdata.official.mmlongbench_prompts import (  # noqa: F401
     TEMPLATES,
     TEXT_PAGE,
 )
+from mmlbdata.sources.docqa import list_answer_text
 from mmlbdata.sources.lineschema import Problem, problem
 from mmlbdata.sources.mmlb_release_lines import ICL_DOMAIN, ICL_TEST, LINE_SCHEMAS
-from mmlbdata.sources.records import read_jsonl_reported, unencodable
+from mmlbdata.sources.records import Span, read_jsonl_reported_spans, read_spans, unencodable
 
 SOURCE_KEY = "mmlb_release"
 LAYOUT = ("MMLongBench release: mmlb_data/{vrag,NIAH,ICL,summ,documentQA}/<files as in the official "
@@ -164,12 +165,13 @@ def answers_of(value: Any) -> list[str]:
 
 
 def list_answer(answer: Any) -> str:
-    """A document-QA List answer (released as a JSON string, or a list) in the notation of our
-    document-QA rows: the Python literal of its items as strings."""
+    """A document-QA List answer (released as a JSON string, or a list) as our rows keep it: the
+    release's own JSON text, unchanged (what utils.py @22b9f27 L326/L468 reads and shows the judge);
+    a list is written as :func:`docqa.list_answer_text` writes it."""
     items = json.loads(answer) if isinstance(answer, str) else answer
     if not isinstance(items, list):
         raise ReleaseRecordError(f"List answer is not a list: {answer!r}")
-    return repr([str(item) for item in items])
+    return answer if isinstance(answer, str) else list_answer_text(items)
 
 
 def split_prompt(kind: str, prompt: str) -> tuple[str, str]:
@@ -290,8 +292,8 @@ def gold(kind: str, record: dict) -> tuple[list[str], dict]:
     if kind == "niah_choice" and isinstance(answer, int):
         return [chr(ord("A") + answer)], {"answer_index": answer}
     if kind in ("docqa", "text_doc") and record.get("answer_format") == "List":
-        # the release's JSON too: utils.py types its items by JSON (2.0 is a Float, "2.0" an Integer)
-        return [list_answer(answer)], {"answer_json": answer if isinstance(answer, str) else json.dumps(answer)}
+        # the release's JSON text itself: utils.py types its items by JSON (2.0 is a Float, "2.0" an Integer)
+        return [list_answer(answer)], {}
     return answers_of(answer), {}
 
 
@@ -360,17 +362,22 @@ def paper_order(num_rows: int, count: int, seed: int = OFFICIAL_SEED) -> list[in
     return index.shuffle(seed=seed).select(range(min(num_rows, count)))["row"]
 
 
-def _records(path: Path, kind: str, report: BuildReport) -> Iterator[tuple[int, dict]]:
-    """(line number, record) of the lines that fit ``kind``'s schema (mmlb_release_lines), checked
-    here before any loader reads a field; a line that does not is reported (its field and why) and
-    left out, of the rows and of the paper's draw alike, as if it were not in the file."""
+def _records(path: Path, kind: str, report: BuildReport) -> Iterator[tuple[int, dict, Span]]:
+    """(line number, record, span) of the lines that fit ``kind``'s schema (mmlb_release_lines),
+    checked here before any loader reads a field; a line that does not is reported (its field and
+    why) and left out, of the rows and of the paper's draw alike, as if it were not in the file."""
     schema = LINE_SCHEMAS[kind]
-    for line_no, record in read_jsonl_reported(path, report):
+    for line_no, record, span in read_jsonl_reported_spans(path, report):
         found = problem(record, schema)
         if found is None:
-            yield line_no, record
+            yield line_no, record, span
         else:
             report.skip(path, f"line {line_no}", found.message, field=found.field or None)
+
+
+#: the report line of a record dropped by the v1.1 filter, whichever source path it is read from
+QUOTED_IMAGE_DROPPED = ('image path contains a double quote: dropped by load_vrag (MMLongBench v1.1, '
+                        'data.py @22b9f27 L47-55, since bf8fbae; --protocol v1.0 keeps it)')
 
 
 def has_quoted_image(record: dict) -> bool:
@@ -381,15 +388,14 @@ def has_quoted_image(record: dict) -> bool:
     return any(isinstance(p, str) and '"' in p for p in images)
 
 
-def _loaded(path: Path, kind: str, report: BuildReport, protocol) -> Iterator[tuple[int, dict]]:
+def _loaded(path: Path, kind: str, report: BuildReport, protocol) -> Iterator[tuple[int, dict, Span]]:
     """The records the official loader keeps before drawing its subset: under protocol v1.1
     ``load_vrag`` first filters out images with a double quote (ViQuAE), reported as skipped."""
-    for line_no, record in _records(path, kind, report):
+    for line_no, record, span in _records(path, kind, report):
         if kind == "vrag" and protocols.get(protocol).drop_quoted_images and has_quoted_image(record):
-            report.skip(path, f"line {line_no}", 'image path contains a double quote: dropped by load_vrag '
-                        '(MMLongBench v1.1, data.py @bf8fbae; --protocol v1.0 keeps it)')
+            report.skip(path, f"line {line_no}", QUOTED_IMAGE_DROPPED)
             continue
-        yield line_no, record
+        yield line_no, record, span
 
 
 def read_release_file(path: Path, kind: str, report: BuildReport, *, paper: Optional[int] = None,
@@ -402,21 +408,22 @@ def read_release_file(path: Path, kind: str, report: BuildReport, *, paper: Opti
     selection = ReleaseFile("", "", kind, 0).selection
     lines: Optional[list[int]] = None
     if paper is not None and selection == "ids":
+        # one pass over the file for the ids (and where each line lies), then only the drawn lines again
+        found = [(n, r["id"], span) for n, r, span in _loaded(path, kind, report, protocol) if "id" in r]
         try:
-            wanted = paper_ids([r.get("id") for _, r in _loaded(path, kind, BuildReport(), protocol) if "id" in r],
-                               paper, seed)
+            wanted = paper_ids([ident for _, ident, _ in found], paper, seed)
         except ValueError as err:
             raise ValueError(f"{path}: {err}") from err
-        rows = ((n, r) for n, r in _loaded(path, kind, report, protocol) if r.get("id") in wanted)
+        rows = read_spans(path, [(n, span) for n, ident, span in found if ident in wanted])
         if kind == "vrag_occ":  # load_vrag_occlusion keeps the first row of each drawn id
             rows = _first_per_id(rows)
     elif paper is not None:
-        numbers = [n for n, _ in _records(path, kind, BuildReport())]
-        lines = [numbers[i] for i in paper_order(len(numbers), paper, seed)]
-        keep = set(lines)
-        rows = ((n, r) for n, r in _records(path, kind, report) if n in keep)
+        spans = [(n, span) for n, _, span in _records(path, kind, report)]
+        order = paper_order(len(spans), paper, seed)
+        lines = [spans[i][0] for i in order]
+        rows = read_spans(path, sorted(spans[i] for i in order))  # file order; emitted in draw order below
     else:
-        rows = _loaded(path, kind, report, protocol)
+        rows = ((n, r) for n, r, _ in _loaded(path, kind, report, protocol))
     built: dict[int, ReleaseRow] = {}
     for line_no, record in rows:
         try:
@@ -480,13 +487,47 @@ def _icl_fitting(path: Path, data: dict, report: BuildReport) -> dict:
 
 
 # -- our ids and the card's comparison of lengths -----------------------------------------------------
+def base_id(row: ReleaseRow, number: int) -> str:
+    """The official id as a string (``<domain>_<index>`` for ICL examples without one)."""
+    return str(row.official_id) if row.official_id is not None else f"{row.meta.get('domain', 'row')}_{number}"
+
+
 def unique_id(row: ReleaseRow, number: int, seen: set[str]) -> str:
-    """The official id as a string (``<domain>_<index>`` for ICL examples without one); a repeated
-    id gets ``#<record>`` so ids stay unique within a config."""
-    base = str(row.official_id) if row.official_id is not None else f"{row.meta.get('domain', 'row')}_{number}"
+    """:func:`base_id`; a repeated id gets ``#<record>`` so ids stay unique within a config (the
+    builder reports every such rename: :class:`RenamedIds`)."""
+    base = base_id(row, number)
     example_id = base if base not in seen else f"{base}#{number}"
     seen.add(example_id)
     return example_id
+
+
+@dataclass
+class RenamedIds:
+    """The rows of one release file whose official id an earlier row already has: both rows are
+    built (official releases repeat ids), the later one as ``<id>#<record>``, which predictions
+    keyed by the official id never match; so each rename is reported with file and record."""
+
+    file: str
+    first: dict[str, str] = field(default_factory=dict)  # official id -> the record it first appeared at
+    renamed: list[dict[str, str]] = field(default_factory=list)
+
+    def add(self, official: str, example_id: str, record: str) -> None:
+        if example_id == official:
+            self.first.setdefault(official, record)
+            return
+        self.renamed.append({"official_id": official, "id": example_id, "file": self.file, "record": record,
+                             "first_record": self.first.get(official, "")})
+
+    def note(self, config: str) -> str:
+        """The build report's line ("" when no id repeats)."""
+        if not self.renamed:
+            return ""
+        shown = "; ".join(f"{r['record']} repeats id {r['official_id']!r} of {r['first_record']} -> "
+                          f"{r['id']!r}" for r in self.renamed[:5])
+        more = f" (and {len(self.renamed) - 5} more)" if len(self.renamed) > 5 else ""
+        return (f"{config}: {len(self.renamed)} row(s) of {self.file} repeat an official id and are kept "
+                f"under a new id (predictions keyed by the official id match the first row only; manifest "
+                f"renamed_ids lists them): {shown}{more}")
 
 
 @dataclass

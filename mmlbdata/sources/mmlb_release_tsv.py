@@ -38,6 +38,7 @@ from typing import Any, Iterator, Optional
 
 from mmlbdata.core.report import BuildReport
 from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
+from mmlbdata.official import protocol as protocols
 from mmlbdata.sources import mmlb_release as release
 from mmlbdata.sources.lineschema import Schema, problem
 from mmlbdata.sources.mmlb_release_lines import ICL_TEST, LINE_SCHEMAS
@@ -232,15 +233,24 @@ def _tsv_records(path: Path, report: BuildReport) -> Iterator[tuple[int, dict[st
             yield number, dict(zip(header, values))
 
 
-def read_tsv(path: Path, dataset: str, report: BuildReport) -> Iterator[tuple[int, release.ReleaseRow]]:
-    """(row number, row) of every TSV row of ``dataset``, in file order; bad rows reported and skipped."""
+def read_tsv(path: Path, dataset: str, report: BuildReport, protocol=None) -> Iterator[tuple[int, release.ReleaseRow]]:
+    """(row number, row) of every TSV row of ``dataset``, in file order; bad rows reported and skipped.
+    Under ``protocol`` v1.1 (the default) a VRAG row whose image path holds a double quote is
+    dropped and reported, as ``load_vrag`` drops it from every file it loads (data.py @22b9f27 L47-55)."""
+    drop_quoted = (release.RELEASE_FILES[dataset].kind == "vrag"
+                   and protocols.get(protocol).drop_quoted_images)
     for number, record in _tsv_records(path, report):
         if DATASET_OF.get((record["task"], record["source_dataset"])) != dataset:
             continue
         try:
-            yield number, tsv_row(dataset, record)
+            row = tsv_row(dataset, record)
         except (release.ReleaseRecordError, ValueError, KeyError, TypeError, RecursionError) as err:
             report.skip(path, f"row {number}", f"malformed row ({type(err).__name__}: {err})")
+            continue
+        if drop_quoted and release.has_quoted_image({"image": row.images}):
+            report.skip(path, f"row {number}", release.QUOTED_IMAGE_DROPPED)
+            continue
+        yield number, row
 
 
 # -- the 32K / 128K TSVs against the JSON-lines release ------------------------------------------

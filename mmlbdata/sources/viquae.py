@@ -24,6 +24,7 @@ from typing import Iterator
 from mmlbdata.core.report import BuildReport
 from mmlbdata.core.store import ImageRef, ImageStore
 from mmlbdata.sources.infoseek import checked_image, find_release_file
+from mmlbdata.sources.mmlb_release import QUOTED_IMAGE_DROPPED
 from mmlbdata.sources.records import read_jsonl_reported
 
 LAYOUT = "ViQuAE release: <split>.jsonl (viquae_dataset) + images/<image file name>"
@@ -50,8 +51,11 @@ def viquae_answers(output: dict) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def read_viquae(root: Path, store: ImageStore, report: BuildReport, split: str = "test") -> Iterator[ViquaeQuestion]:
-    """Questions in file order; a record without answers, provenance or image is reported, skipped."""
+def read_viquae(root: Path, store: ImageStore, report: BuildReport, split: str = "test",
+                drop_quoted: bool = False) -> Iterator[ViquaeQuestion]:
+    """Questions in file order; a record without answers, provenance or image is reported, skipped.
+    ``drop_quoted``: MMLongBench v1.1's filter (data.py @22b9f27 L47-55 ``load_vrag``, since bf8fbae):
+    a question whose image file name holds a double quote is left out, reported."""
     root = Path(root)
     path = find_release_file(root, f"{split}.jsonl")
     if path is None:
@@ -69,6 +73,9 @@ def read_viquae(root: Path, store: ImageStore, report: BuildReport, split: str =
             report.skip(path, where, "no provenance and no kilt_id: the gold passage cannot be found")
             continue
         image_name = str(record.get("image") or "")
+        if drop_quoted and '"' in image_name:
+            report.skip(path, where, QUOTED_IMAGE_DROPPED)
+            continue
         candidates = [root / "images" / image_name, path.parent / "images" / image_name, root / image_name]
         image_path = next((c for c in candidates if image_name and c.is_file()), None)
         if image_path is None:

@@ -274,12 +274,15 @@ class DocQA(MMLongBenchMetric):
         answers = golds(example) or [""]
         if self.official:
             kind = LONG_FORMAT.get(str(fmt), str(fmt))
-            gold = meta_of(example).get("answer_json", answers[0]) if kind == "List" else answers[0]
+            gold = list_gold(example, answers) if kind == "List" else answers[0]
             # data.py ``docqa_post_process`` (v1.0: ``dcoqa_post_process``): only ``parse_output(text,
             # prefix=system_template)`` is scored; on the runner's text the first ``Answer:`` is the
             # prepended one, so that is the whole output (v1.1) or its first line (v1.0)
             parsed = off.mmlb_parse_output(text, self.system_template, self.first_line)
             return official_result(lambda: off.docqa_score(gold, parsed, kind), parsed)
+
+        if LONG_FORMAT.get(str(fmt)) == "List":
+            answers = [list_gold(example, answers), *answers[1:]]
 
         def one(candidate):
             return ScoreResult(max(docqa_score(g, candidate, fmt) for g in answers), candidate)
@@ -347,12 +350,21 @@ def uses_judge(example: dict) -> bool:
 def judge_question(example: dict) -> str:
     """The question as the official judge sees it: ``load_doc_qa_with_llm_judge`` maps it to
     ``Based on Document {doc_name:.15}, answer the following question. <question>`` (our recipe
-    rows store it so; release rows keep the released question and ``meta.doc_name``)."""
+    rows store it so; release rows keep the released question and ``meta.doc_name``). The prefix
+    goes before every released question, even one that starts with it, as data.py @22b9f27 L521
+    (and L454, L580) adds it unconditionally."""
     question = str(example.get("question") or "")
     doc = meta_of(example).get("doc_name")
-    if doc is None or question.startswith("Based on Document "):
+    if doc is None:
         return question
     return doc_question(str(doc), question)
+
+
+def list_gold(example: dict, answers: list[str]) -> str:
+    """A List gold as released: ``answers[0]``, the release's JSON text (``["A", "B"]``) from the
+    source readers on; rows built before that kept it in ``meta.answer_json`` beside a Python
+    literal, which is read first for them."""
+    return meta_of(example).get("answer_json", answers[0])
 
 
 def judge_case(text: str, example: dict, prefix: str, first_line: bool) -> dict:
@@ -363,7 +375,7 @@ def judge_case(text: str, example: dict, prefix: str, first_line: bool) -> dict:
     fmt = LONG_FORMAT.get(str(meta_of(example).get("answer_format", "String")), "String")
     answers = golds(example) or [""]
     is_list = fmt == "List"
-    reference = meta_of(example).get("answer_json", answers[0]) if is_list else answers[0]
+    reference = list_gold(example, answers) if is_list else answers[0]
     return {"question": judge_question(example), "reference": str(reference), "is_list": is_list,
             "parsed": off.mmlb_parse_output(text or "", prefix, first_line)}
 

@@ -72,10 +72,20 @@ class Metric:
     def score_many(self, predictions: Sequence[str], examples: Sequence[dict]) -> list[ScoreResult]:
         return [self.score(p, e) for p, e in zip(predictions, examples)]
 
+    #: whether ``aggregate()["score"]`` is the mean of the scores of :meth:`averaged` (True for every
+    #: metric here: an ``aggregate`` override that adds breakdowns or notes keeps it). What makes
+    #: a standard error analytic (the lmms-eval hooks); a corpus-level score would set it False.
+    mean_score = True
+
+    def averaged(self, results: Sequence[ScoreResult]) -> list[ScoreResult]:
+        """The results the headline score averages: all but those marked ``extra["left_out"]``
+        (official rules that skip an example)."""
+        return [r for r in results if not r.extra.get("left_out")]
+
     def aggregate(self, results: Sequence[ScoreResult], examples: Sequence[dict]) -> dict[str, float]:
         """Corpus-level numbers; ``score`` is the headline (mean of per-example scores). Results
         marked ``extra["left_out"]`` (official rules that skip an example) are not averaged."""
-        counted = [r for r in results if not r.extra.get("left_out")]
+        counted = self.averaged(results)
         agg = {"score": mean(r.score for r in counted), "n": len(counted)}
         if len(counted) != len(results):
             agg["left_out"] = len(results) - len(counted)

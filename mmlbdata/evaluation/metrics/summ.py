@@ -10,6 +10,7 @@ files (``--summ-keypoints``); the expert summary is the gold answer.
 from __future__ import annotations
 
 import json
+import math
 
 from mmlbdata.evaluation import parse
 from mmlbdata.evaluation.metrics import official as off
@@ -19,6 +20,9 @@ from mmlbdata.evaluation.metrics.registry import ScoreResult, mean, register
 from mmlbdata.evaluation.prompts import load_prompt
 
 JUDGE_PARAMS = {"temperature": 0.1, "max_tokens": 4096}
+#: why a summary has no score when no judge is configured (the row's ``extra.unscorable``)
+NO_JUDGE = ("unscorable: summ_judge needs an LLM judge endpoint (mmlb eval --judge-base-url/--judge-model; "
+            "lmms-eval and VLMEvalKit: $MMLB_JUDGE_BASE_URL, $MMLB_JUDGE_MODEL, $MMLB_JUDGE_API_KEY)")
 
 
 def summ_variant(example: dict) -> str:
@@ -138,8 +142,9 @@ class SummJudge(MMLongBenchMetric):
         ``keypoints`` table option, see :func:`load_keypoints`); one without scores 0 and is
         counted, never sent."""
         judge = self.options.get("judge")
-        if judge is None:
-            raise ValueError("summ_judge needs a judge endpoint (mmlb eval --judge-model/--judge-base-url)")
+        if judge is None:  # a harness run (lmms-eval, VLMEvalKit) goes on: the rows say why they have no score
+            # left out of every average (mmlb eval's report, the harness means) like an official skip
+            return [ScoreResult(0.0, None, {"unscorable": NO_JUDGE, "left_out": True}) for _ in predictions]
         table = self.options.get("keypoints")
         kps = [keypoints_of(e, table) for e in examples]
         todo = [i for i, kp in enumerate(kps) if kp and not self.left_out(predictions[i])]
@@ -152,12 +157,29 @@ class SummJudge(MMLongBenchMetric):
                 *(parse.last_json_object(x) if x else None for x in three), len(kps[i]))
         return out
 
+    @staticmethod
+    def _judged(results):
+        return [r for r in results if not r.extra.get("judge_failed") and not r.extra.get("no_keypoints")
+                and not r.extra.get("left_out") and not r.extra.get("unscorable")]
+
+    def averaged(self, results):
+        """Default: every example (a failed judge call scores 0). Officially (``eval_gpt4_summ.py``)
+        examples without a parseable reply are left out. Rows with no judge to score them
+        (``extra.unscorable``) are in no average."""
+        if self.official:
+            return self._judged(results)
+        return [r for r in results if not r.extra.get("unscorable")]
+
     def aggregate(self, results, examples):
-        """Default: every example counts (a failed judge call scores 0). Officially
-        (``eval_gpt4_summ.py``) examples without a parseable reply are left out of the means."""
-        ok = [r for r in results if not r.extra.get("judge_failed") and not r.extra.get("no_keypoints")
-              and not r.extra.get("left_out")]
-        counted = ok if self.official else results
+        """The mean over :meth:`averaged`; the judge's four numbers over the judged examples.
+        With no judge configured every row is unscorable: the score is NaN (not a 0 the model did
+        not earn), ``unscorable`` counts the rows and ``note`` says why."""
+        ok = self._judged(results)
+        counted = self.averaged(results)
+        unscorable = sum(1 for r in results if r.extra.get("unscorable"))
+        if unscorable:
+            return {"score": mean(r.score for r in counted) if counted else math.nan, "n": len(results),
+                    "n_scored": len(ok), "unscorable": unscorable, "note": NO_JUDGE}
         agg = {"score": mean(r.score for r in counted), "n": len(results), "n_scored": len(ok),
                "judge_failed": sum(1 for r in results if r.extra.get("judge_failed")),
                "no_keypoints": sum(1 for r in results if r.extra.get("no_keypoints")),
