@@ -87,3 +87,49 @@ def iter_object_items(path: Path, chunk: int = 1 << 20) -> Iterator[tuple[str, o
             return
     finally:
         reader.f.close()
+
+
+def _array_values(reader: _Reader, decoder: json.JSONDecoder, path: Path) -> Iterator[object]:
+    """The elements of the JSON array that starts at the reader's position, one at a time."""
+    reader.expect("[", path)
+    if reader.peek() == "]":
+        reader.pos += 1
+        return
+    while True:
+        yield reader.value(decoder, path)
+        if reader.peek() == ",":
+            reader.pos += 1
+            continue
+        reader.expect("]", path)
+        return
+
+
+def iter_array_items(path: Path, key: str = "data", chunk: int = 1 << 20) -> Iterator[object]:
+    """Yield the elements of a huge JSON array one at a time, in file order.
+
+    Why: MemLens's ``dataset_256k.json`` is one 778 MB array of 789 records; ``json.load`` would
+    hold all of it as Python objects (several GB). The file may be the array itself or an object
+    whose ``key`` field holds it (the official loader takes ``raw.get("data", raw)``); the object's
+    other fields are decoded and dropped. Memory is bounded by the largest single element.
+    """
+    path = Path(path)
+    reader = _Reader(path, chunk)
+    decoder = json.JSONDecoder()
+    try:
+        if reader.peek() == "[":
+            yield from _array_values(reader, decoder, path)
+            return
+        reader.expect("{", path)
+        while reader.peek() != "}":
+            name = reader.value(decoder, path)
+            reader.expect(":", path)
+            if name == key and reader.peek() == "[":
+                yield from _array_values(reader, decoder, path)
+                return
+            reader.value(decoder, path)
+            if reader.peek() == ",":
+                reader.pos += 1
+        raise ValueError(f"{path}: a JSON object without a {key!r} array (expected a top-level array "
+                         f"or {{{key!r}: [...]}})")
+    finally:
+        reader.f.close()
