@@ -1,0 +1,112 @@
+"""MemLens configs built from a release in the official format (tests/memlens_fixture.py, real photos):
+all four lengths, images stored once across them, the conversation kept as released, the flattened
+prompt equal to the official text mode's (``data.py load_data`` run unchanged), the agent subset."""
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from mmlbdata.core.store import image_extension
+from mmlbdata.dataset.build import build_configs
+
+sys.path.insert(0, str(Path(__file__).parent))
+import memlens_fixture as fixture  # noqa: E402
+import memlens_official as official  # noqa: E402
+
+CONFIGS = [f"memlens_{k}" for k in fixture.LENGTH_KEYS]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, real_data, tokenizer_path):
+    root = fixture.write_release(tmp_path_factory.mktemp("memlens_release"), real_data)
+    out = tmp_path_factory.mktemp("memlens_out")
+    results = build_configs(CONFIGS, {"memlens": root}, out, progress=False, tokenizer=tokenizer_path)
+    assert all(r.ok for r in results), [r.error for r in results]
+    return root, out, results
+
+
+def _rows(out: Path, config: str, monkeypatch, tmp_path) -> list[dict]:
+    import datasets
+
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / f"hf_{config}"))
+    ds = datasets.load_dataset(str(out), config, split="test").cast_column("images", datasets.List(datasets.Image(decode=False)))
+    return list(ds)
+
+
+def _image_bytes_on_disk(out: Path) -> int:
+    """Bytes of every image file under the output folder, wherever the writer puts them."""
+    total = 0
+    for path in sorted(out.rglob("*")):
+        if path.is_file() and image_extension(path.read_bytes()[:64]) is not None:
+            total += path.stat().st_size
+    return total
+
+
+def test_all_four_lengths_build_and_images_are_stored_once(built):
+    root, out, results = built
+    distinct = {hashlib.sha256(p.read_bytes()).hexdigest(): p.stat().st_size
+                for p in sorted((root / "release_images").iterdir())}
+    assert [r.stats.num_rows for r in results] == [len(fixture.QUESTIONS)] * 4
+    on_disk = _image_bytes_on_disk(out)
+    assert on_disk <= 1.1 * sum(distinct.values()), (on_disk, sum(distinct.values()))
+    manifest = json.loads((out / "manifests" / "memlens_256k.json").read_text())
+    assert manifest["official_lengths"]["rows"] == 10 and manifest["release_file"] == "dataset_256k.json"
+
+
+def test_rows_keep_the_conversation_as_released(built, monkeypatch, tmp_path):
+    root, out, _ = built
+    rows = _rows(out, "memlens_64k", monkeypatch, tmp_path)
+    released = json.loads((root / "dataset_64k.json").read_text())
+    images = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in (root / "release_images").iterdir()}
+    for row, item in zip(rows, released):
+        assert row["id"] == item["question_id"] and row["answers"] == [item["answer"]]
+        assert row["question_type"] == item["question_type"] and row["question_date"] == item["question_date"]
+        assert len(row["sessions"]) == len(item["haystack_sessions"])
+        for session, raw in zip(row["sessions"], item["haystack_sessions"]):
+            turns = raw["session"] if isinstance(raw, dict) else raw
+            assert [(t["role"], t["content"]) for t in session["turns"]] == [(t["role"], t["content"]) for t in turns]
+            for turn, raw_turn in zip(session["turns"], turns):
+                named = [(e if isinstance(e, str) else e.get("file") or e.get("path")) for e in raw_turn.get("images", [])]
+                stored = [hashlib.sha256(Path(row["images"][i]["path"]).read_bytes()).hexdigest() for i in turn["images"]]
+                assert stored == [images[Path(n).name] for n in named]
+        meta = json.loads(row["meta"])
+        assert meta["over_budget"] is False and meta["task_key"] and meta["category"] == item["question_type"]
+        assert row["num_tokens"] > 0 and row["length"] == 65536
+
+
+def test_the_flattened_prompt_is_the_official_text_mode(built, monkeypatch, tmp_path):
+    root, out, _ = built
+    code = official.load(tmp_path / "official", monkeypatch)
+    monkeypatch.chdir(root)  # resolve_image_path tries the path as given, then under image_dir
+    for config, key in zip(CONFIGS, fixture.LENGTH_KEYS):
+        loaded = code.data.load_data(str(root / f"dataset_{key}.json"), str(root / "release_images"))
+        rows = _rows(out, config, monkeypatch, tmp_path)
+        for row, item in zip(rows, loaded["data"]):
+            expected = loaded["user_template"].format(context=item["context"], question=item["question"],
+                                                      question_date=item["question_date"])
+            assert row["prompt"] == expected
+            digests = [hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in item["image_list"]]
+            assert [hashlib.sha256(Path(i["path"]).read_bytes()).hexdigest() for i in row["images"]] == digests
+
+
+def test_agent_subset_and_bad_records(tmp_path, real_data, tokenizer_path, monkeypatch):
+    root = fixture.write_release(tmp_path / "release", real_data, num_images=4)
+    items = json.loads((root / "dataset_32k.json").read_text())
+    items[3]["question_date"] = 20240101  # a number where a string belongs: reported, skipped
+    (root / "dataset_32k.json").write_text(json.dumps(items))
+    out = tmp_path / "out"
+    [agent] = build_configs(["memlens_32k"], {"memlens": root}, out, progress=False, tokenizer=tokenizer_path,
+                            options={"subset": "agent"})
+    assert agent.ok and agent.stats.num_rows == len(fixture.AGENT_IDS) - 1
+    [skipped] = agent.report["skipped"]
+    assert skipped["record"] == "item 3" and skipped["field"] == "question_date"
+    assert skipped["file"].endswith("dataset_32k.json") and "expected a string" in skipped["reason"]
+    assert json.loads((out / "manifests" / "memlens_32k.json").read_text())["subset"] == "agent"
+    assert [r["id"] for r in _rows(out, "memlens_32k", monkeypatch, tmp_path)] == ["q000", "q006", "q008"]
+    [bad] = build_configs(["memlens_64k"], {"memlens": root}, tmp_path / "o2", progress=False,
+                          tokenizer=tokenizer_path, options={"subset": "some"})
+    assert not bad.ok and "subset must be one of all, agent" in bad.error
