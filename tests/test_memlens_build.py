@@ -110,3 +110,76 @@ def test_agent_subset_and_bad_records(tmp_path, real_data, tokenizer_path, monke
     [bad] = build_configs(["memlens_64k"], {"memlens": root}, tmp_path / "o2", progress=False,
                           tokenizer=tokenizer_path, options={"subset": "some"})
     assert not bad.ok and "subset must be one of all, agent" in bad.error
+
+
+# -- the runner's chat against build_messages ---------------------------------------------------------------
+
+def _digest_of(image) -> str:
+    from mmlbdata.runner.chat import image_bytes
+
+    return hashlib.sha256(image_bytes(image)).hexdigest()
+
+
+def _ours(messages, images) -> list:
+    return [(m["role"], [("text", c["text"]) if c["type"] == "text" else ("image", _digest_of(images[c["index"]]))
+                         for c in m["content"]]) for m in messages]
+
+
+def _official(messages) -> list:
+    return [(m["role"], [("text", c["text"]) if c["type"] == "text" else
+                         ("image", hashlib.sha256(Path(c["image_url"]["url"]).read_bytes()).hexdigest())
+                         for c in m["content"]]) for m in messages]
+
+
+@pytest.mark.parametrize("label_images", [False, True])
+def test_the_runner_sends_build_messages_chat_for_every_row(built, monkeypatch, tmp_path, label_images):
+    from mmlbdata.runner.core import make_request
+
+    root, out, _ = built
+    code = official.load(tmp_path / "official", monkeypatch)
+    monkeypatch.chdir(root)
+    for config, key in zip(CONFIGS, fixture.LENGTH_KEYS):
+        loaded = code.data.load_data(str(root / f"dataset_{key}.json"), str(root / "release_images"),
+                                     label_images=label_images)
+        rows = _rows(out, config, monkeypatch, tmp_path)
+        assert len(rows) == len(loaded["data"])
+        for row, item in zip(rows, loaded["data"]):
+            request = make_request(row, config, None, None, True, label_images=label_images)
+            assert _ours(request.messages, request.images) == _official(item["messages"]), row["id"]
+            assert request.prefix == "" and request.max_new_tokens == 128  # eval.py: no prefill, 128 new tokens
+            images = [c for c in request.content if c["type"] == "image"]
+            assert [_digest_of(request.images[c["index"]]) for c in images] == [
+                hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in item["message_image_list"]]
+
+
+@pytest.mark.parametrize("mode", [{"text_only": True}, {"no_context": True}, {"instruction": "cot"}])
+def test_text_only_no_context_and_instructions_match_too(built, monkeypatch, tmp_path, mode):
+    from mmlbdata.runner.conversation import chat_messages
+
+    root, out, _ = built
+    code = official.load(tmp_path / "official", monkeypatch)
+    monkeypatch.chdir(root)
+    instruction = code.data.INSTRUCTION_COT if mode.get("instruction") == "cot" else code.data.INSTRUCTION_DEFAULT
+    flags = {k: v for k, v in mode.items() if k != "instruction"}
+    items = json.loads((root / "dataset_128k.json").read_text())
+    for row, item in zip(_rows(out, "memlens_128k", monkeypatch, tmp_path), items):
+        messages, _images = code.data.build_messages(item, str(root / "release_images"), instruction, **flags)
+        assert _ours(chat_messages(row, **mode), row["images"]) == _official(messages)
+
+
+def test_openai_messages_keep_the_turns(built, monkeypatch, tmp_path):
+    import base64
+
+    from mmlbdata.runner.chat import openai_messages
+    from mmlbdata.runner.core import make_request
+
+    _root, out, _ = built
+    row = _rows(out, "memlens_32k", monkeypatch, tmp_path)[0]
+    request = make_request(row, "memlens_32k", None, None, True)
+    sent = openai_messages(request.content, request.images, request.prefix, request.messages)
+    assert [m["role"] for m in sent] == [m["role"] for m in request.messages]
+    assert sent[0]["role"] == "system" and sent[-1]["content"][0]["text"].startswith(
+        "Directly output the answer with no extra output.\nQuestion Date: ")
+    uris = [c["image_url"]["url"] for m in sent for c in m["content"] if c["type"] == "image_url"]
+    decoded = [hashlib.sha256(base64.b64decode(u.split(",", 1)[1])).hexdigest() for u in uris]
+    assert decoded == [_digest_of(request.images[c["index"]]) for c in request.content if c["type"] == "image"]
