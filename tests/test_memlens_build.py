@@ -183,3 +183,16 @@ def test_openai_messages_keep_the_turns(built, monkeypatch, tmp_path):
     uris = [c["image_url"]["url"] for m in sent for c in m["content"] if c["type"] == "image_url"]
     decoded = [hashlib.sha256(base64.b64decode(u.split(",", 1)[1])).hexdigest() for u in uris]
     assert decoded == [_digest_of(request.images[c["index"]]) for c in request.content if c["type"] == "image"]
+
+
+def test_card_and_stats(built, monkeypatch, tmp_path):
+    from mmlbdata.dataset.card import render_card
+    from mmlbdata.dataset.stats import configs_in
+
+    _root, out, _ = built
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf"))
+    card = render_card(out, plot=False).read_text()
+    assert card.startswith("---") and "# MemLens (built with mmlbdata" in card
+    assert "| `memlens_256k` | `dataset_256k.json` | all | 10 | 0 |" in card  # the official-release table
+    assert "paper's text was not available" in card and "`memlens_judge`" in card
+    assert configs_in(out) == sorted(CONFIGS)
