@@ -196,3 +196,58 @@ def test_card_and_stats(built, monkeypatch, tmp_path):
     assert "| `memlens_256k` | `dataset_256k.json` | all | 10 | 0 |" in card  # the official-release table
     assert "paper's text was not available" in card and "`memlens_judge`" in card
     assert configs_in(out) == sorted(CONFIGS)
+
+
+HUB_READ = """
+import hashlib, json, sys
+import datasets
+from mmlbdata.runner.chat import image_bytes
+datasets.disable_progress_bars()
+repo, config = sys.argv[1], sys.argv[2]
+ds = datasets.load_dataset(repo, config, split="test", streaming=True).decode(False)
+print(json.dumps([[row["id"], row["sessions"], [hashlib.sha256(image_bytes(i)).hexdigest() for i in row["images"]]]
+                  for row in ds]))
+"""
+
+
+def test_pushed_repo_holds_each_image_once_and_loads_from_a_hub_endpoint(built, tmp_path, monkeypatch):
+    """From the Hub side: the four lengths pushed (FolderUploader), every image once in the repo,
+    and the rows streamed from a loopback Hub equal the folder's, sessions and images."""
+    import os
+    import subprocess
+
+    from loopback_hub import LoopbackHub
+    from mmlbdata.dataset.hub import FolderUploader, push_folder
+
+    root, out, _ = built
+    hub = FolderUploader(tmp_path / "hub")
+    push_folder(out, "org/memlens", uploader=hub, card=True)
+    repo = hub.repo_dir("org/memlens")
+    pushed = {p.relative_to(repo).as_posix(): p.read_bytes() for p in sorted(repo.rglob("*")) if p.is_file()}
+    image_bytes = sum(len(data) for data in pushed.values() if image_extension(data[:64]) is not None)
+    distinct = sum(p.stat().st_size for p in (root / "release_images").iterdir())
+    assert image_bytes <= 1.1 * distinct, (image_bytes, distinct)
+    with LoopbackHub(repos={"org/memlens": pushed}) as server:
+        env = {**os.environ, "HF_ENDPOINT": server.endpoint, "HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0",
+               "HF_HOME": str(tmp_path / "hf"), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+        done = subprocess.run([sys.executable, "-c", HUB_READ, "org/memlens", "memlens_256k"], env=env,
+                              capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    local = _rows(out, "memlens_256k", monkeypatch, tmp_path)
+    want = [[r["id"], r["sessions"], [hashlib.sha256(Path(i["path"]).read_bytes()).hexdigest() for i in r["images"]]]
+            for r in local]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == want
+
+
+def test_rows_over_their_length_are_kept_and_flagged(tmp_path, real_data, tokenizer_path):
+    root = fixture.write_release(tmp_path / "release", real_data, num_images=2)
+    items = json.loads((root / "dataset_32k.json").read_text())[:2]
+    words = " ".join(["harbour"] * 40_000)  # about 40K text tokens: over 32K
+    items[1]["haystack_sessions"][0]["session"][1]["content"] = words  # q001: dated-session form
+    (root / "dataset_32k.json").write_text(json.dumps(items))
+    [result] = build_configs(["memlens_32k"], {"memlens": root}, tmp_path / "out", progress=False,
+                             tokenizer=tokenizer_path)
+    manifest = json.loads((tmp_path / "out" / "manifests" / "memlens_32k.json").read_text())
+    assert result.ok and manifest["official_lengths"]["over_budget"] == 1 and manifest["official_lengths"]["rows"] == 2
+    assert manifest["official_lengths"]["max_tokens"] > 32768
+    assert any("1 of 2 rows over the length" in note for note in result.report["notes"])
