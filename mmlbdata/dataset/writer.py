@@ -477,10 +477,11 @@ class FilesConfigWriter:
                 size = target.stat().st_size
             else:  # staged, moved into place at close: an aborted build leaves no image behind
                 staged = self.staging / relative
-                staged.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(ref.path, staged)
+                if not staged.exists():  # two source files with the same bytes are staged (and moved) once
+                    staged.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(ref.path, staged)
+                    self._staged.append(relative)
                 size = staged.stat().st_size
-                self._staged.append(relative)
             placed = self._placed[ref.path] = (relative, size)
         return placed
 
