@@ -189,10 +189,11 @@ def load_prompts(path: str | Path) -> JudgePrompts:
 def _origin(folder: Path) -> dict[str, Any]:
     from mmlbdata.sources.fetch import load_registry
 
-    pinned = {Path(p.url).name: p.md5 for p in load_registry()[SOURCE_KEY].parts if p.url}
+    parts = [p for p in load_registry()[SOURCE_KEY].parts if p.url]
+    pinned = {Path(p.url).name: p.md5 for p in parts}
     md5 = {name: hashlib.md5((folder / name).read_bytes()).hexdigest() for name in sorted(pinned)
            if (folder / name).is_file()}
-    commit = re.search(r"/([0-9a-f]{40})/", next(p.url for p in load_registry()[SOURCE_KEY].parts if p.url))
+    commit = re.search(r"/([0-9a-f]{40})/", parts[0].url)
     return {"folder": str(folder), "repository": "xrenaf/MEMLENS", "commit": commit.group(1) if commit else None,
             "md5": md5, "official": md5 == pinned}
 
