@@ -18,7 +18,6 @@ one copy of each image in the output.
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -156,8 +155,9 @@ class MemLens(MMLBBuilder):
             self.report.note(f"{self.config.name}: {unusual['missing']} rows refer to images the release does not "
                              "hold; dropped from their turns as the official loader drops them (meta.missing_images)")
         if unusual["mismatch"]:
-            self.report.note(f"{self.config.name}: {unusual['mismatch']} rows with turns whose <image> marks disagree with "
-                             "their images (meta.mark_mismatch_turns); the flattened prompt keeps one mark per image")
+            self.report.note(f"{self.config.name}: {unusual['mismatch']} rows with turns whose <image> marks "
+                             "disagree with their images (meta.mark_mismatch_turns); the flattened prompt keeps one "
+                             "mark per image")
 
     def _turn_images(self, root: Path, names: tuple[str, ...], images: _Images) -> list[int]:
         """The store references of one turn's images (indices into the row's list); an image the

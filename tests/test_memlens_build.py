@@ -266,3 +266,34 @@ def test_two_image_files_with_the_same_bytes_are_stored_once(tmp_path, real_data
     assert result.ok, result.error
     assert result.stats.num_unique_images == 2 and _image_bytes_on_disk(tmp_path / "out") == sum(
         (images / n).stat().st_size for n in ("img_0000.jpg", "img_0001.jpg"))
+
+
+def test_marks_that_disagree_with_images_and_missing_images(tmp_path, real_data, tokenizer_path, monkeypatch):
+    """Turns whose marks and images disagree, and an image the release lacks: the chat is still
+    build_messages' (surplus marks dropped, extra images after the text, the missing image
+    dropped), the flattened prompt keeps one mark per image, and the build says so."""
+    from mmlbdata.runner.conversation import chat_messages
+
+    root = fixture.write_release(tmp_path / "release", real_data, num_images=3)
+    items = json.loads((root / "dataset_32k.json").read_text())[:2]
+    turns = items[0]["haystack_sessions"][0]
+    turns[0].update(content="A <image> B <image> C", images=["release_images/img_0000.jpg"])
+    turns[1].update(content="X <image>", images=["img_0001.jpg", {"file": "release_images/img_0002.jpg"}])
+    turns.append({"role": "user", "content": "gone <image>", "images": ["release_images/nowhere.jpg"]})
+    (root / "dataset_32k.json").write_text(json.dumps(items))
+    [result] = build_configs(["memlens_32k"], {"memlens": root}, tmp_path / "out", progress=False,
+                             tokenizer=tokenizer_path)
+    assert result.ok, result.error
+    notes = " ".join(result.report["notes"])
+    assert "1 rows refer to images the release does not hold" in notes and "1 rows with turns whose" in notes
+    row = _rows(tmp_path / "out", "memlens_32k", monkeypatch, tmp_path)[0]
+    meta = json.loads(row["meta"])
+    assert meta["missing_images"] == 1 and meta["mark_mismatch_turns"] == 2
+    assert row["prompt"].count("<image>") == len(row["images"])
+    assert "[User]: A <image> B  C\n" in row["prompt"] and "[Assistant]: <image> X <image>\n" in row["prompt"]
+    code = official.load(tmp_path / "official", monkeypatch)
+    monkeypatch.chdir(root)
+    for label_images in (False, True):
+        messages, _ = code.data.build_messages(items[0], str(root / "release_images"), code.data.INSTRUCTION_DEFAULT,
+                                               label_images=label_images)
+        assert _ours(chat_messages(row, label_images=label_images), row["images"]) == _official(messages)

@@ -104,8 +104,9 @@ class JudgePrompts:
         """``build_judge_prompt``: the base with the key's criteria and examples, the case, the closing.
         The knowledge-update case (with the old answer) only when there is an old answer."""
         head = self.base.format(task_criteria=self.criteria.get(key, ""), examples=self.examples.get(key, ""))
-        case = self.cases.get(key) if key in self.cases and ("{old_answer}" not in self.cases[key] or old_answer) else None
-        case = case if case is not None else self.cases[""]
+        case = self.cases.get(key)
+        if case is None or ("{old_answer}" in case and not old_answer):
+            case = self.cases[""]
         return head + case.format(question=question, reference=reference, prediction=prediction,
                                   old_answer=old_answer) + self.closing
 
