@@ -34,16 +34,17 @@ def test_run_server_then_eval_with_the_official_judge(built, tmp_path, monkeypat
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf"))
     seen = []
 
-    def model(body):
+    def model(body):  # by the question's number, not the request order (requests run concurrently)
         seen.append(body)
-        return "<think>let me see</think>Insufficient information" if len(seen) % 2 else "brioche"
+        number = int(re.search(r"in question (\d+)\?", body["messages"][-1]["content"][0]["text"]).group(1))
+        return "<think>let me see</think>Insufficient information" if number % 2 else "brioche"
 
     preds = tmp_path / "preds.jsonl"
     with FakeOpenAI(model) as server:
         assert main(["run", "--backend", "openai", "--model", "served", "--base-url", server.base_url, "--data",
                      str(built), "--config", "memlens_32k", "--config", "memlens_128k", "--out", str(preds),
                      "--label-images"]) == 0
-    first = seen[0]["messages"]
+    first = next(b for b in seen if "in question 0?" in b["messages"][-1]["content"][0]["text"])["messages"]
     assert first[0]["role"] == "system" and first[-1]["role"] == "user"
     assert {m["role"] for m in first[1:-1]} == {"user", "assistant"}
     assert first[1]["content"][0]["text"].startswith("=== Session 1 (Date: ")
@@ -71,7 +72,7 @@ def test_run_server_then_eval_with_the_official_judge(built, tmp_path, monkeypat
     assert report["judge"]["calls"] == len(asked) and report["judge"]["calls"] + report["judge"]["cache_hits"] == 20
     metric = config["metrics"]["memlens_judge"]
     assert metric["judge_prompts"]["official"] is True and metric["judge_failed"] == 0
-    # odd rows answered "Insufficient information": right for answer refusal (q008 even, q009 odd), ...
+    # odd questions answered "Insufficient information": right for answer refusal (q009; q008 is even), ...
     assert config["by_category"]["answer_refusal"] == {"score": 0.5, "n": 2}
     assert config["by_category"]["knowledge_update"]["score"] == 0.5  # q006 "brioche" right, q007 wrong
     assert set(config["by_length"]) == {"32k"} and "task_key" in config["groups"]
