@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import memlens_fixture
 import test_lvb
 import test_mmniah
 import test_readbench
@@ -60,6 +61,8 @@ CASES: list[Case] = [
          data="MM-NIAH release fixture (test_mmniah.make_release: real WikiText words and photos)"),
     Case("mmniah", "mm_niah_counting_text_8k", ("mmniah",), 2,
          data="MM-NIAH release fixture (test_mmniah.make_release: real WikiText words and photos)"),
+    Case("memlens", "memlens_32k", ("memlens",), 3,
+         data="MemLens release fixture in the official format (memlens_fixture.write_release: real photos)"),
 ]
 
 
@@ -93,6 +96,8 @@ def lay_out_sources(work: Path, real_data: Path) -> dict[str, Path]:
     (work / "mmniah").mkdir()
     test_mmniah.make_release(work / "mmniah", real_data)
 
+    memlens_fixture.write_release(work / "memlens", real_data)
+
     return {
         "coco": real_data / "coco_mini",
         "longdocurl": real_data / "longdocurl_sample",
@@ -105,6 +110,7 @@ def lay_out_sources(work: Path, real_data: Path) -> dict[str, Path]:
         "kilt": wikitext,
         "food101": real_data / "images" / "hymenoptera_val",
         "mmniah": work / "mmniah",
+        "memlens": work / "memlens",
     }
 
 

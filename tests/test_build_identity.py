@@ -60,6 +60,8 @@ RECIPES = {
     "mmneedle_m10_n2_k2": "fc0670107efb3c7ac037159fd2d8ec3b2bddf44b76c3c995a87bf564322bf90c",  # mmneedle
     "mm_niah_retrieval_image_8k": "d42d34b7bfc441751628b34a2014af39b3d6e9d3ede768a55fe6708160c01cbe",  # mmniah
     "mm_niah_counting_text_8k": "74a6ebe8877079a33b7302d1a608c3d2111e428a01bd5c2aa099ddc36703c3f2",  # mmniah
+    # memlens: recorded when the family was added (issue 34), the same in both layouts
+    "memlens_32k": "822288d3b90fa39c3ab28941555e6e0afdfb697523da366539bf46b3012b3053",  # memlens
 }
 
 # The same builds' parquet bytes (``<config>.metadata.parquet``), recorded at bc9d6da, before the
@@ -83,6 +85,7 @@ RECIPE_PARQUET = {
     "mmneedle_m10_n2_k2": "8515ff071e3180a58e1249cf049db79abfec619a672de09036adc51b9b2c5860",
     "mm_niah_retrieval_image_8k": "5c3f663018cf450da079ca44921b24f0dbc30d8a49f46d01cac98b62392197ad",
     "mm_niah_counting_text_8k": "9f0cb1c3c69d71ecfe866dfde0a058b616aee3785cf00cb162d3849ebf353855",
+    "memlens_32k": "1afe0f24e7cf3294906ad156e96ac3d9af326fb6ffd8dac6fa4790de36a167ff",  # recorded with the family
 }
 
 

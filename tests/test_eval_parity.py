@@ -137,6 +137,13 @@ CASES = [
      "LongBench metrics.py qa_f1_score (ReadBench longbench_metrics.py)"),
     ("longbench_f1", "I am not sure.\nParis", ex("Paris", subset="triviaqa"), 0.0, 1.0,
      f"{RB} eval_longbench: `pred.lstrip('\\n').split('\\n')[0]` for trec/triviaqa/samsum/lsht"),
+    # memlens_judge without a judge: the official rule metrics stand in (the judge: tests/test_memlens_scoring.py)
+    ("memlens_judge", "The answer is A. Paris", ex("Paris", category="information_extraction"), 1.0, 1.0,
+     "MemLens parse_utils.py sub_em: `norm_gt in norm_pred`"),
+    ("memlens_judge", "None of them", ex("Insufficient information", category="answer_refusal"), 1.0, 1.0,
+     "MemLens parse_utils.py is_insufficient_information: `r'\\bnone\\b'`"),
+    ("memlens_judge", "<think>Paris</think>", ex("Paris", category="information_extraction"), 0.0, 0.0,
+     "MemLens parse_utils.py parse_model_output: the text after `</think>` only"),
     # lvb_mc: no official scorer; both modes the same
     ("lvb_mc", "The answer is (C).", ex("C"), 1.0, 1.0, "LongVideoBench: no scorer in the pinned code"),
 ]

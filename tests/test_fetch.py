@@ -132,12 +132,14 @@ def test_registry_covers_every_source_key_with_origin_and_licence():
     from mmlbdata.dataset.registry import families, sources_by_key
 
     from mmlbdata.evaluation.docqa_judge import SOURCE_KEY as JUDGE_PROMPTS  # read by mmlb eval, no builder
+    from mmlbdata.evaluation.memlens_judge import SOURCE_KEY as MEMLENS_PROMPTS  # the same
 
     registry = F.load_registry()
-    assert set(sources_by_key()) == set(registry) - {JUDGE_PROMPTS}
+    assert set(sources_by_key()) == set(registry) - {JUDGE_PROMPTS, MEMLENS_PROMPTS}
     users = {key: {family for family, _ in fam} for key, fam in sources_by_key().items()}
     users.setdefault("mmlb_release", set())
     users.setdefault(JUDGE_PROMPTS, set())
+    users.setdefault(MEMLENS_PROMPTS, set())
     for key, entry in registry.items():
         assert entry.licence and entry.origin and entry.size and entry.verified, key
         for part in entry.parts:

@@ -458,7 +458,8 @@ def test_every_registered_family_has_exactly_one_card_template():
         for family in names:
             covering.setdefault(family, []).append(benchmark)
     assert {f: covering.get(f, []) for f in families() if len(covering.get(f, [])) != 1} == {}
-    assert set(benchmark_families()) == {"mmlongbench", "mmneedle", "mmlongbench_doc", "readbench", "longvideobench"}
+    assert set(benchmark_families()) == {"mmlongbench", "mmneedle", "mmlongbench_doc", "readbench", "longvideobench",
+                                         "memlens"}
 
 
 def test_build_all_script_builds_then_writes_the_card(tmp_path, coco_mini, tokenizer_path):

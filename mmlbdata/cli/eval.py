@@ -57,6 +57,9 @@ def register(subparsers) -> None:
     p.add_argument("--judge-prompts", default=os.environ.get("MMLB_JUDGE_PROMPTS"), metavar="PATH",
                    help="MMLongBench's utils_prompt.py for the v1.1 document-QA judge (or the folder "
                         "`mmlb fetch mmlb_judge_prompts --dest DIR` filled; env MMLB_JUDGE_PROMPTS)")
+    p.add_argument("--memlens-judge-prompts", default=os.environ.get("MMLB_MEMLENS_JUDGE_PROMPTS"), metavar="PATH",
+                   help="MemLens's official judge_prompts/ folder (or the folder `mmlb fetch memlens_judge_prompts "
+                        "--dest DIR` filled; env MMLB_MEMLENS_JUDGE_PROMPTS): the memlens configs' LLM judge")
     p.add_argument("--judge-type", choices=["openai", "azure"], default="openai",
                    help="azure: an Azure OpenAI endpoint (--judge-base-url), as MMLongBench's judge client allows")
     p.add_argument("--random-fallback", action="store_true",
@@ -109,6 +112,9 @@ def metric_options(args, judge) -> dict:
         "longdocurl": {"extractor": extractor},
         # MMLongBench v1.1's document-QA judge: only a real judge (no stub: without one, the rules)
         "docqa": {"judge": judge if args.extractor == "judge" else None, "judge_prompts": args.judge_prompts},
+        # MemLens's official judge: only a real judge (without one, the rules stand in, said in the report)
+        "memlens_judge": {"judge": judge if args.extractor == "judge" else None,
+                          "judge_prompts": args.memlens_judge_prompts},
         "summ_judge": {"judge": judge_or_stub, "keypoints": keypoint_table(args.summ_keypoints)},
         "readbench_mc": {"random_fallback": args.random_fallback},
         "lvb_mc": {"random_fallback": args.random_fallback},

@@ -27,6 +27,9 @@ def register(subparsers) -> None:
     p.add_argument("--text-context", action="store_true",
                    help="ReadBench text baseline: page images replaced by meta['context'] (compare with "
                         "mmlb eval --baseline)")
+    p.add_argument("--label-images", action="store_true",
+                   help="MemLens (rows with a conversation): [Image k] before each image, as the official "
+                        "--label_images")
     p.add_argument("--limit", type=positive_int, default=None, metavar="N",
                    help="first N examples per config (N >= 1)")
     p.add_argument("--base-url", default=None, help="openai backend: server URL, e.g. http://127.0.0.1:8000/v1")
@@ -106,7 +109,7 @@ def run(args) -> int:
     batch = args.batch_size if args.backend != "openai" else max(args.batch_size, args.concurrency)
     stats = run_configs(backend, args.data, args.config, args.out, batch_size=batch, max_images=args.max_images,
                         max_new_tokens=args.max_new_tokens, prefill=not args.no_prefill, limit=args.limit,
-                        as_text=args.text_context, pipeline=pipeline_options(args))
+                        as_text=args.text_context, pipeline=pipeline_options(args), label_images=args.label_images)
     print(stats.line())
     return 0 if stats.errors == 0 else 1
 
@@ -131,7 +134,7 @@ def run_ray(args) -> int:
         print("mmlb run: --backend openai needs --base-url", file=sys.stderr)
         return 2
     requests = RequestOptions(max_images=args.max_images, max_new_tokens=args.max_new_tokens,
-                              prefill=not args.no_prefill, as_text=args.text_context)
+                              prefill=not args.no_prefill, as_text=args.text_context, label_images=args.label_images)
     batch = args.batch_size if args.backend != "openai" else max(args.batch_size, args.concurrency)
     try:
         stats = run_on_ray(backend_options(args), args.data, args.config, args.out, address=args.ray or None,

@@ -97,6 +97,12 @@ def to_pil(image):
     return pil.convert("RGB")
 
 
+def _openai_item(item: dict, images: list) -> dict:
+    if item["type"] == "text":
+        return {"type": "text", "text": item["text"]}
+    return {"type": "image_url", "image_url": {"url": data_uri(images[item["index"]])}}
+
+
 def data_uri(image) -> str:
     """A base64 data URI (mime type sniffed from the header) for OpenAI-style servers."""
     data = image_bytes(image)
@@ -105,16 +111,14 @@ def data_uri(image) -> str:
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
 
 
-def openai_messages(content: list[dict], images: list, prefix: str = "") -> list[dict]:
+def openai_messages(content: list[dict], images: list, prefix: str = "",
+                    chat: list[dict] | None = None) -> list[dict]:
     """Chat messages in the OpenAI format (images as data URIs), with the optional prefilled
-    assistant turn."""
-    items = []
-    for item in content:
-        if item["type"] == "text":
-            items.append({"type": "text", "text": item["text"]})
-        else:
-            items.append({"type": "image_url", "image_url": {"url": data_uri(images[item["index"]])}})
-    messages = [{"role": "user", "content": items}]
+    assistant turn: ``content`` as one user turn, or ``chat`` (a multi-turn conversation whose
+    messages hold such content) message by message."""
+    turns = chat if chat is not None else [{"role": "user", "content": content}]
+    messages = [{"role": turn["role"], "content": [_openai_item(item, images) for item in turn["content"]]}
+                for turn in turns]
     if prefix:
         messages.append({"role": "assistant", "content": prefix})
     return messages

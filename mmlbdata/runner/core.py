@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Iterator, Optional, Protocol, Sequence
 
 from mmlbdata.runner.chat import answer_prefix_for, max_new_tokens_for, text_context, to_content
+from mmlbdata.runner.conversation import chat_messages, content_of
 from mmlbdata.runner.pipeline import (
     STAGES,
     Batch,
@@ -43,6 +44,9 @@ class Request:
     prefix: str = ""
     max_new_tokens: int = 128
     length: int = 0  # the row's num_tokens (else its prompt's characters): what --sort-window sorts by
+    #: a multi-turn chat (rows with a ``sessions`` column: runner/conversation.py), sent instead of one
+    #: user turn; ``content`` then holds all its items in order
+    messages: Optional[list[dict]] = None
 
 
 @dataclass
@@ -123,19 +127,27 @@ def iter_examples(data_dir: str | Path, config: str) -> Iterator[dict]:
 
 
 def make_request(row: dict, config: str, max_images: int | None, max_new_tokens: int | None,
-                 prefill: bool, as_text: bool = False) -> Request:
+                 prefill: bool, as_text: bool = False, label_images: bool = False) -> Request:
+    """One row's request: its prompt as one user turn, or for a row with a conversation (``sessions``,
+    MemLens) the multi-turn chat the official code sends (``label_images``: ``[Image k]`` labels;
+    ``max_images`` does not apply to it)."""
     meta = row.get("meta") or {}
     if isinstance(meta, str):
         meta = json.loads(meta) if meta.strip() else {}
     prompt, images = row["prompt"], list(row.get("images") or [])
-    if as_text:
-        prompt, images = text_context(prompt, images, meta)
-    content, _kept = to_content(prompt, len(images), max_images)
+    messages = None
+    if row.get("sessions") is not None:
+        messages = chat_messages(row, label_images=label_images)
+        content = content_of(messages)
+    else:
+        if as_text:
+            prompt, images = text_context(prompt, images, meta)
+        content, _kept = to_content(prompt, len(images), max_images)
     metric = row.get("metric") or ""
     return Request(id=str(row["id"]), config=config, metric=metric, content=content, images=images,
                    prefix=answer_prefix_for(metric, meta) if prefill else "",
                    max_new_tokens=max_new_tokens_for(metric, max_new_tokens),
-                   length=int(row.get("num_tokens") or 0) or len(prompt))
+                   length=int(row.get("num_tokens") or 0) or len(prompt), messages=messages)
 
 
 @dataclass
@@ -156,7 +168,7 @@ class PipelineOptions:
 def run(backend: Backend, data_dir: str | Path, configs: Sequence[str], out: str | Path,
         batch_size: int = 1, max_images: int | None = None, max_new_tokens: int | None = None,
         prefill: bool = True, limit: int | None = None, as_text: bool = False,
-        pipeline: PipelineOptions | None = None) -> RunStats:
+        pipeline: PipelineOptions | None = None, label_images: bool = False) -> RunStats:
     """Generate predictions for every example of every config not yet in ``out``
     (``as_text``: ReadBench's text baseline, see :func:`chat.text_context`), preparing the next
     batches while one generates (``pipeline``)."""
@@ -182,7 +194,7 @@ def run(backend: Backend, data_dir: str | Path, configs: Sequence[str], out: str
                 read["skipped"] += 1
                 continue
             try:
-                request = make_request(row, config, max_images, max_new_tokens, prefill, as_text)
+                request = make_request(row, config, max_images, max_new_tokens, prefill, as_text, label_images)
             except ValueError as exc:
                 log.error("config %s example %s skipped: %s", config, row.get("id"), exc)
                 read["errors"] += 1

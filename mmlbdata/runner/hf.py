@@ -72,9 +72,9 @@ class HFBackend:
         return self._local.processor
 
     def _text(self, processor, req: Request) -> str:
-        items = [{"type": "text", "text": c["text"]} if c["type"] == "text" else {"type": "image"}
-                 for c in req.content]
-        messages = [{"role": "user", "content": items}]
+        turns = req.messages if req.messages is not None else [{"role": "user", "content": req.content}]
+        messages = [{"role": t["role"], "content": [{"type": "text", "text": c["text"]} if c["type"] == "text"
+                                                    else {"type": "image"} for c in t["content"]]} for t in turns]
         text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         return text + req.prefix
 

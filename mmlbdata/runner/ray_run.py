@@ -51,6 +51,7 @@ class RequestOptions:
     max_new_tokens: Optional[int] = None
     prefill: bool = True
     as_text: bool = False
+    label_images: bool = False  # MemLens conversations: [Image k] labels
 
 
 @dataclass
@@ -147,7 +148,8 @@ class Replica:
             try:
                 items.append((make_request(row, row["config"], self.requests.max_images,
                                            self.requests.max_new_tokens, self.requests.prefill,
-                                           self.requests.as_text), time.perf_counter() - started))
+                                           self.requests.as_text, self.requests.label_images),
+                              time.perf_counter() - started))
             except ValueError as exc:
                 log.error("config %s example %s skipped: %s", row["config"], row.get("id"), exc)
                 failed.append((row["config"], str(row["id"])))

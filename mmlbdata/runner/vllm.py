@@ -29,8 +29,8 @@ def prepare_chats(requests: Sequence[Request], profile: BatchProfile | None = No
                   with_prefix: bool = True) -> PreparedChats:
     """Messages for each request, images read and encoded (the ``decode`` stage)."""
     with stage(profile, "decode"):
-        return PreparedChats(list(requests), [openai_messages(r.content, r.images, r.prefix if with_prefix else "")
-                                              for r in requests])
+        return PreparedChats(list(requests), [openai_messages(r.content, r.images, r.prefix if with_prefix else "",
+                                                              r.messages) for r in requests])
 
 
 class VLLMBackend:

@@ -7,7 +7,7 @@ families depend on the registry, never the reverse. A new family is added to thi
 """
 from __future__ import annotations
 
-from mmlbdata.evaluation.metrics import docs, lvb, mmlongbench, mmneedle, readbench, summ
+from mmlbdata.evaluation.metrics import docs, lvb, memlens, mmlongbench, mmneedle, readbench, summ
 
 #: the family modules, in registration order
-FAMILIES = (docs, lvb, mmlongbench, mmneedle, readbench, summ)
+FAMILIES = (docs, lvb, memlens, mmlongbench, mmneedle, readbench, summ)

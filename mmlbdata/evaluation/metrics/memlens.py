@@ -1,0 +1,178 @@
+"""MemLens: the official LLM judge (the paper's score), and the official rule metrics beside it.
+
+``memlens_judge`` scores one answer 0 or 1 as ``llm_judge.py`` does (:mod:`..memlens_judge`: the
+official prompts read at run time, temperature 0, the reply parsing); the report's tables give it
+per ability (``meta.category`` is the question type), per length and per ability and length, as the
+paper's tables. Its aggregate also carries the rule metrics of ``data.py`` / ``parse_utils.py``
+(SubEM, token F1, the refusal rate, abstention accuracy), which the official run computes beside
+the judge.
+
+Options: ``judge`` (a :class:`~mmlbdata.evaluation.judge.JudgeClient`) and ``judge_prompts`` (the
+fetched ``judge_prompts/`` folder, or loaded prompts). Without a judge the score is the rules'
+stand-in (SubEM for answerable questions, refusal detected for answer refusal), said in the
+aggregate. The default and ``parity="official"`` agree: no known bug of the official scorer
+changes a score, so both give the official value.
+"""
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from functools import cached_property
+from typing import Optional
+
+from mmlbdata.evaluation import memlens_judge as mj
+from mmlbdata.evaluation.metrics.common import golds, meta_of
+from mmlbdata.evaluation.metrics.registry import Metric, ScoreResult, mean, register
+
+REFUSAL_TYPE = "answer_refusal"
+
+# -- parse_utils.py's rule metrics ----------------------------------------------------------------------
+
+_PUNCT = frozenset(string.punctuation)
+_ARTICLE_A = re.compile(r"\ba(?=\s+[a-z])")
+_ARTICLES = re.compile(r"\b(an|the)\b")
+#: is_insufficient_information: what counts as declining to answer (an empty answer too)
+_REFUSALS = [re.compile(p) for p in (
+    r"\b(?:in)?sufficient information\b",
+    r"\bnot enough (?:information|context|details|data)\b",
+    r"\bcannot (?:determine|answer|provide|find|identify)\b",
+    r"\bunable to (?:determine|answer|provide|find|identify)\b",
+    r"\b(?:i )?(?:do not|don\'t) (?:know|have enough information)\b",
+    r"\b(?:no|without) (?:information|context|details|data)\b",
+    r"\b(?:does not|doesn\'t) provide (?:enough|sufficient)\b",
+    r"\bcannot be determined\b",
+    r"\bunanswerable\b",
+    r"\b(?:lack|lacking) (?:information|context|details)\b",
+    r"\bnone\b",
+    r"^\s*n/a\s*$",
+    r"^\s*unknown\s*$",
+)]
+
+
+def _keep(text: str, i: int) -> bool:
+    """``_remove_punc``: ``.`` and ``/`` stay between two digits (decimals, dates)."""
+    return text[i] in "./" and 0 < i < len(text) - 1 and text[i - 1].isdigit() and text[i + 1].isdigit()
+
+
+def normalize_answer(text: str) -> str:
+    """``normalize_answer``: lower case, punctuation to spaces (see :func:`_keep`), articles out
+    (``a`` only before a lower-case word, so an option ``A.`` stays), spaces collapsed."""
+    if not text:
+        return ""
+    text = text.lower()
+    text = "".join(c if c not in _PUNCT or _keep(text, i) else " " for i, c in enumerate(text))
+    text = _ARTICLES.sub(" ", _ARTICLE_A.sub(" ", text))
+    return " ".join(text.split())
+
+
+def sub_em(prediction: str, reference: str) -> bool:
+    pred, gold = normalize_answer(prediction), normalize_answer(reference)
+    return bool(pred and gold and gold in pred)
+
+
+def token_f1(prediction: str, reference: str) -> float:
+    pred, gold = normalize_answer(prediction).split(), normalize_answer(reference).split()
+    same = sum((Counter(pred) & Counter(gold)).values()) if pred and gold else 0
+    if not same:
+        return 0.0
+    precision, recall = same / len(pred), same / len(gold)
+    return 2 * precision * recall / (precision + recall)
+
+
+def is_refusal(prediction: str) -> bool:
+    """``is_insufficient_information``: an empty answer, or one of the refusal phrases."""
+    return not prediction or any(p.search(prediction.lower()) for p in _REFUSALS)
+
+
+def rules(prediction: str, reference: str) -> dict:
+    """The per-answer rule metrics of ``compute_metrics`` on eval.py's parsed prediction."""
+    return {"sub_em": sub_em(prediction, reference), "f1": token_f1(prediction, reference),
+            "refusal": is_refusal(prediction)}
+
+
+# -- the metric -----------------------------------------------------------------------------------------
+
+@register("memlens_judge")
+class MemLensJudge(Metric):
+    """The official judge's 0/1 per answer (see the module docstring)."""
+
+    group_by = ("task_key",)
+
+    @property
+    def judged(self) -> bool:
+        return self.options.get("judge") is not None
+
+    @cached_property
+    def prompts(self) -> mj.JudgePrompts:
+        prompts = self.options.get("judge_prompts")
+        if prompts is None:
+            raise ValueError("memlens_judge with a judge needs the official judge prompts: "
+                             f"`mmlb fetch {mj.SOURCE_KEY} --dest DIR`, then --memlens-judge-prompts DIR")
+        return prompts if isinstance(prompts, mj.JudgePrompts) else mj.load_prompts(prompts)
+
+    def score(self, prediction, example):
+        return self.score_many([prediction], [example])[0]
+
+    def score_many(self, predictions, examples):
+        cases = [case(p, e) for p, e in zip(predictions, examples)]
+        if not self.judged:
+            return [ScoreResult(float(c["rules"]["refusal"] if c["refusal_type"] else c["rules"]["sub_em"]),
+                                c["answer"], c["extra"]) for c in cases]
+        asked = [i for i, c in enumerate(cases) if not c["auto_zero"]]
+        requests = [self.prompts.request(cases[i]["task_key"], cases[i]["question"], cases[i]["reference"],
+                                         cases[i]["judge_text"], cases[i]["old_answer"]) for i in asked]
+        replies = dict(zip(asked, self.options["judge"].complete_many(requests, **mj.JUDGE_PARAMS)))
+        return [judged(c, replies.get(i), i in replies) for i, c in enumerate(cases)]
+
+    def aggregate(self, results, examples):
+        agg = super().aggregate(results, examples)
+        answerable = [r for r, e in zip(results, examples) if not _refusal_type(e)]
+        refusal = [r for r, e in zip(results, examples) if _refusal_type(e)]
+        agg["rules"] = {"sub_em": mean(r.extra["sub_em"] for r in results), "f1": mean(r.extra["f1"] for r in results),
+                        "refusal_rate": mean(r.extra["refusal"] for r in results),
+                        "answerable_sub_em": mean(r.extra["sub_em"] for r in answerable),
+                        "answerable_f1": mean(r.extra["f1"] for r in answerable),
+                        "abstention_acc": mean(r.extra["refusal"] for r in refusal)}
+        # compute_metrics's calibration: the harmonic mean of answerable SubEM and abstention accuracy
+        sem, acc = agg["rules"]["answerable_sub_em"], agg["rules"]["abstention_acc"]
+        agg["rules"]["calibration"] = 2 * sem * acc / (sem + acc) if sem + acc > 0 else 0.0
+        if self.judged:
+            agg["scorer"] = f"LLM judge ({getattr(self.options['judge'], 'model', None)}; official MemLens protocol)"
+            agg["judge_prompts"] = self.prompts.origin
+            agg["judge_failed"] = sum(1 for r in results if r.extra.get("judge_failed"))
+            agg["auto_zero"] = sum(1 for r in results if r.extra.get("auto_zero"))
+        else:
+            agg["note"] = ("no judge configured: SubEM (answer refusal: a refusal detected) stands in for the "
+                           "official LLM judge's score")
+        return agg
+
+
+def _refusal_type(example: dict) -> bool:
+    return (example.get("question_type") or meta_of(example).get("category")) == REFUSAL_TYPE
+
+
+def case(prediction: Optional[str], example: dict) -> dict:
+    """What one judged answer is made of: eval.py's parsed answer (its rule metrics), the text the
+    judge sees, the task key, whether it is zeroed for length."""
+    meta = meta_of(example)
+    reference = (golds(example) or [""])[0]
+    qtype = example.get("question_type") or meta.get("category") or ""
+    answer = mj.parse_model_output(prediction if isinstance(prediction, str) else "")
+    text, cut = mj.judge_text(answer)
+    words = len(text.split())
+    key = mj.task_key(qtype, meta.get("question_subtype") or "", reference)
+    extra = {**rules(answer, reference), "task_key": key, "words": words, **({"truncated": True} if cut else {})}
+    return {"answer": answer, "judge_text": text, "task_key": key, "question": example.get("question") or "",
+            "reference": reference, "old_answer": meta.get("old_answer") or "", "refusal_type": qtype == REFUSAL_TYPE,
+            "auto_zero": words > mj.MAX_ANSWER_WORDS, "rules": extra, "extra": extra}
+
+
+def judged(c: dict, reply: Optional[str], asked: bool) -> ScoreResult:
+    extra = dict(c["extra"])
+    if not asked:
+        extra["auto_zero"] = True
+        return ScoreResult(0.0, c["answer"], extra)
+    score, read = mj.reply_score(reply)
+    extra.update(judge_reply=reply, judge_read=read, **({"judge_failed": True} if reply is None else {}))
+    return ScoreResult(float(score), c["answer"], extra)

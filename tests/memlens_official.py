@@ -1,0 +1,77 @@
+"""The official MemLens code (xrenaf/MEMLENS @fd4c8d7), checked out of the fetched repository at test
+time and imported unchanged; only the model client (``openai``) is stubbed.
+
+The repository is found at ``$MMLB_MEMLENS_REPO`` (a git directory), else where the ``fetch`` tool
+puts it; tests that need it are skipped without it. Nothing of it is copied into the project.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+COMMIT = "fd4c8d70538ee40758b4825372d46b717e6db346"
+DEFAULT_REPO = "/work/.mirror/xrenaf+MEMLENS/repo"
+FILES = ("data.py", "utils.py", "parse_utils.py", "llm_judge.py", "judge_prompts/__init__.py",
+         "judge_prompts/base.py", "judge_prompts/information_extraction.py", "judge_prompts/knowledge_update.py",
+         "judge_prompts/temporal_reasoning.py", "judge_prompts/multi_session_reasoning.py",
+         "judge_prompts/answer_refusal.py")
+MODULES = ("data", "utils", "parse_utils", "llm_judge", "judge_prompts")
+
+
+def repo() -> Path:
+    return Path(os.environ.get("MMLB_MEMLENS_REPO", DEFAULT_REPO))
+
+
+def checkout(dest: Path) -> Path:
+    """The official files at :data:`COMMIT` written under ``dest`` (skips the test without the repo)."""
+    git_dir = repo()
+    if not git_dir.exists():
+        pytest.skip(f"the official MemLens repository is not fetched ({git_dir}; set MMLB_MEMLENS_REPO)")
+    for name in FILES:
+        try:
+            data = subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{COMMIT}:{name}"], check=True,
+                                  capture_output=True).stdout
+        except (subprocess.CalledProcessError, FileNotFoundError) as err:
+            pytest.skip(f"cannot read {name} at {COMMIT[:7]} from {git_dir}: {err}")
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        (dest / name).write_bytes(data)
+    return dest
+
+
+class StubOpenAI:
+    """Stands in for ``openai.OpenAI`` in ``llm_judge``: ``create`` answers from ``reply(prompt)``."""
+
+    reply = staticmethod(lambda prompt: "")
+    calls: list = []
+
+    def __init__(self, **kwargs):
+        self.chat = types.SimpleNamespace(completions=types.SimpleNamespace(create=self._create))
+
+    def _create(self, **kwargs):
+        StubOpenAI.calls.append(kwargs)
+        text = StubOpenAI.reply(kwargs["messages"][0]["content"])
+        if isinstance(text, BaseException):
+            raise text
+        message = types.SimpleNamespace(content=text)
+        return types.SimpleNamespace(choices=[types.SimpleNamespace(message=message)])
+
+
+def load(dest: Path, monkeypatch) -> types.SimpleNamespace:
+    """The official modules imported from a checkout under ``dest`` (fresh, with ``openai`` stubbed)."""
+    root = checkout(dest)
+    monkeypatch.syspath_prepend(str(root))
+    monkeypatch.setitem(sys.modules, "openai", types.SimpleNamespace(OpenAI=StubOpenAI))
+    for name in list(sys.modules):
+        if name in MODULES or name.startswith("judge_prompts."):
+            monkeypatch.delitem(sys.modules, name)
+    loaded = {name: importlib.import_module(name) for name in MODULES}
+    for name in list(sys.modules):  # leave no official module behind for other tests
+        if name in MODULES or name.startswith("judge_prompts."):
+            monkeypatch.setitem(sys.modules, name, sys.modules[name])
+    return types.SimpleNamespace(**loaded, root=root)
