@@ -438,13 +438,12 @@ def negative_gold(gold_index: list[str]) -> bool:
 
 def needle_single(gold: str, pred: str) -> dict:
     """evaluate.py: exact string equality; only the bare ``-1`` means "no needle"."""
-    pred = _needle_clean(pred)
-    gold_index = gold.split(", ")[0]
-    negative = negative_gold([gold_index])
-    gold = "-1" if negative else gold
-    pred_negative = pred == "-1"
-    return {"positive": not negative, "exist": float(negative == pred_negative),
-            "index": float(gold_index == pred.split(", ")[0]), "exact": float(gold == pred)}
+    pred = pred.replace("\n", "").strip().strip(".").strip()  # _needle_clean, inline: once per example
+    gold_index = gold.split(", ", 1)[0]
+    negative = gold_index == "0" or gold_index == "-1"
+    exact = float(("-1" if negative else gold) == pred)
+    return {"positive": not negative, "exist": float(negative == (pred == "-1")),
+            "index": float(gold_index == pred.split(", ", 1)[0]), "exact": exact}
 
 
 def needle_multi(gold: str, pred: str, k: int | None = None) -> dict:
@@ -452,17 +451,23 @@ def needle_multi(gold: str, pred: str, k: int | None = None) -> dict:
     (K from the gold, or ``k`` for a negative gold written as the bare ``-1``)."""
     pred = _needle_clean(pred)
     gold_parts = gold.split("; ")
-    gold_index = [g.split(", ")[0] for g in gold_parts]
+    gold_index = [g.split(", ", 1)[0] for g in gold_parts]
     negative = negative_gold(gold_index)
     n = k if (negative and k) else len(gold_index)
     gold = "-1" if negative else gold
     pred_parts = [p.strip() for p in pred.split("; ")]
     pred = "; ".join(pred_parts)
-    pred_index = [p.split(", ")[0] for p in pred_parts]
-    no_needle = {"-1", "-1" + "; -1" * (n - 1), "-1" + ", -1" * (n - 1),
-                 "-1, -1, -1" + "; -1, -1, -1" * (n - 1), "-1" * n}
-    return {"positive": not negative, "exist": float(negative == (pred in no_needle)),
+    pred_index = [p.split(", ", 1)[0] for p in pred_parts]
+    spellings = _no_needle(n) if type(n) is int and n <= 64 else _no_needle.__wrapped__(n)  # k: any JSON
+    return {"positive": not negative, "exist": float(negative == (pred in spellings)),
             "index": float(gold_index == pred_index), "exact": float(gold == pred)}
+
+
+@lru_cache(maxsize=64)
+def _no_needle(n) -> frozenset:
+    """The five spellings of "no needle" for ``n`` needles (built once per ``n``)."""
+    return frozenset({"-1", "-1" + "; -1" * (n - 1), "-1" + ", -1" * (n - 1),
+                      "-1, -1, -1" + "; -1, -1, -1" * (n - 1), "-1" * n})
 
 
 # --- ReadBench run_eval.py -------------------------------------------------------------------------
