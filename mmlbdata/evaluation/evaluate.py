@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
 
@@ -95,24 +97,30 @@ def load_examples(data_dir: str | Path, config: str) -> list[dict]:
 
 def _length_key(length) -> tuple[int, int, str]:
     """Sort key: "8k" < "16k" < "128k" < 200000 < other labels (alphabetical)."""
-    import re
-
     text = str(length)
-    match = re.fullmatch(r"(\d+)([kK]?)", text)
+    match = _LENGTH_TEXT.fullmatch(text)
     if not match:
         return (1, 0, text)
     return (0, int(match.group(1)) * (1024 if match.group(2) else 1), text)
 
 
+_LENGTH_TEXT = re.compile(r"(\d+)([kK]?)")
+
+
 def length_label(length) -> str:
     """8192 -> "8k" for the standard (and extended) budgets; anything else as text."""
-    from mmlbdata.core.lengths import ALL_LENGTHS
-
-    names = {v: k for k, v in ALL_LENGTHS.items()}
     try:
-        return names.get(int(length), str(length))
+        return _length_names().get(int(length), str(length))
     except (TypeError, ValueError):
         return str(length)
+
+
+@lru_cache(maxsize=1)
+def _length_names() -> dict[int, str]:
+    """Token budget -> its name ("8k"), built once."""
+    from mmlbdata.core.lengths import ALL_LENGTHS
+
+    return {v: k for k, v in ALL_LENGTHS.items()}
 
 
 #: MMLongBench's five task categories by dataset-name prefix (meta["category"] wins)
@@ -131,10 +139,35 @@ def category_of(example: dict) -> str:
     if explicit:
         return str(explicit)
     dataset = str(example.get("dataset") or "unknown")
+    lowered = dataset.lower()
     for prefix, category in CATEGORIES.items():
-        if dataset.lower().startswith(prefix):
+        if lowered.startswith(prefix):
             return category
     return dataset
+
+
+_TEXT_OR_NONE = (str, type(None))
+
+
+class _Labels:
+    """(category, length label) of a config's examples, each worked out once per distinct
+    (dataset, meta text) and length: a config has one or a few of each, not one per example."""
+
+    def __init__(self) -> None:
+        self.categories: dict = {}
+        self.lengths: dict = {}
+
+    def of(self, example: dict) -> tuple[str, str]:
+        key, length = (example.get("dataset"), example.get("meta")), example.get("length")
+        if not (isinstance(key[0], _TEXT_OR_NONE) and isinstance(key[1], _TEXT_OR_NONE)):  # a meta mapping: no key
+            return category_of(example), length_label(length)
+        if key not in self.categories:
+            self.categories[key] = category_of(example)
+        if not isinstance(length, (int, str)):
+            return self.categories[key], length_label(length)
+        if length not in self.lengths:
+            self.lengths[length] = length_label(length)
+        return self.categories[key], self.lengths[length]
 
 
 def _table(values: Iterable[tuple[str, float]]) -> dict:
@@ -142,6 +175,10 @@ def _table(values: Iterable[tuple[str, float]]) -> dict:
     groups = defaultdict(list)
     for key, score in values:
         groups[key].append(score)
+    return _grouped_table(groups)
+
+
+def _grouped_table(groups: dict[str, list[float]]) -> dict:
     return {k: {"score": mean(groups[k]), "n": len(groups[k])} for k in sorted(groups, key=_length_key)}
 
 
@@ -177,23 +214,33 @@ def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_o
             if pairs:
                 groups_out[key] = _table(pairs)
     listed, scored = scored, [(e, r) for e, r in scored if not r.extra.get("left_out")]  # official skips
-    cat_len = defaultdict(list)
+    labels, by_category, by_length, cat_len = _Labels(), defaultdict(list), defaultdict(list), defaultdict(list)
     for e, r in scored:
-        cat_len[(category_of(e), length_label(e.get("length")))].append(r.score)
+        category, length = labels.of(e)
+        by_category[category].append(r.score)
+        by_length[length].append(r.score)
+        cat_len[(category, length)].append(r.score)
     return {
         "n": len(scored),
         **({"left_out": len(listed) - len(scored)} if len(listed) != len(scored) else {}),
         "score": mean(r.score for _, r in scored),
         "metrics": metrics_out,
-        "by_category": _table((category_of(e), r.score) for e, r in scored),
-        "by_length": _table((length_label(e.get("length")), r.score) for e, r in scored),
+        "by_category": _grouped_table(by_category),
+        "by_length": _grouped_table(by_length),
         "by_category_length": {f"{c}|{l}": {"score": mean(v), "n": len(v)} for (c, l), v in sorted(cat_len.items())},
         "groups": dict(groups_out),
         "problems": {"unknown_ids": unknown, "missing_predictions": len(missing),
                      "missing_ids": missing[:100]},
-        "examples": [{"id": str(e["id"]), "score": r.score, "parsed": r.parsed, **({"extra": r.extra} if r.extra else {})}
-                     for e, r in listed],
+        "examples": [_example_row(e, r) for e, r in listed],
     }
+
+
+def _example_row(example: dict, result: ScoreResult) -> dict:
+    """One example's line of the report: id, score, parsed answer, extras when there are any."""
+    row = {"id": str(example["id"]), "score": result.score, "parsed": result.parsed}
+    if result.extra:
+        row["extra"] = result.extra
+    return row
 
 
 def built_protocol(data_dir: str | Path, config: str) -> str | None:
