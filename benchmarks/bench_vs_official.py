@@ -371,13 +371,15 @@ def our_reader(built: Path, out: Path) -> None:
 
 def official_reader(release: Path, images: Path) -> None:
     """data.py load_visual_haystack (json + map; the datasets cache warm, as from a second run),
-    then every row's image files read."""
+    then each row's image files read and held until the next row (what a reader that hands a row's
+    images to the model at least does; eval.py's DataLoader then decodes them in prepare_inputs)."""
     args = argparse.Namespace(test_file_root=str(release), image_file_root=str(images), preprocessing_num_workers=1)
     data = oc.mmlongbench()[1].load_visual_haystack(args, "vh.jsonl")["data"]
     for index in range(len(data)):
+        row = []
         for image in data[index]["image_list"]:
             with open(image, "rb") as handle:
-                handle.read()
+                row.append(handle.read())
 
 
 # --- main -------------------------------------------------------------------------------------
