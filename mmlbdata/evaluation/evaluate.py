@@ -208,9 +208,9 @@ def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_o
         results = metric.score_many([predictions[str(e["id"])]["prediction"] for e in exs], exs)
         metrics_out[name] = metric.aggregate(results, exs)
         scored.extend(zip(exs, results))
+        metas = [meta_of(e) for e in exs] if metric.group_by else []  # once per example, not per key
         for key in metric.group_by:
-            pairs = [(str(meta_of(e)[key]), r.score) for e, r in zip(exs, results)
-                     if key in meta_of(e) and not r.extra.get("left_out")]
+            pairs = [(str(m[key]), r.score) for m, r in zip(metas, results) if key in m and not r.extra.get("left_out")]
             if pairs:
                 groups_out[key] = _table(pairs)
     listed, scored = scored, [(e, r) for e, r in scored if not r.extra.get("left_out")]  # official skips

@@ -525,17 +525,27 @@ def eval_babi(pred: str, gold: str, question: str, labels: list[str]) -> bool:
     """run_eval.py ``eval_babi`` (non-CoT): labels found as substrings in the answer, minus those
     in the question (except "none"); "one" dropped when "none" is found; a comma gold (over 3
     characters) needs every part and nothing else."""
-    pred = babi_preprocess(pred)
+    return babi_correct(babi_preprocess(pred), gold, question, labels)
+
+
+def babi_correct(processed: str, gold: str, question: str, labels: list[str]) -> bool:
+    """:func:`eval_babi` on an answer already through :func:`babi_preprocess`."""
     gold = gold.lower()
-    labels = {label.lower() for label in labels}
+    labels = _lowered(tuple(labels))
     in_question = {label for label in labels if label in question.lower()} - {"none"}
-    found = {label for label in labels if label in pred} - in_question
+    found = {label for label in labels if label in processed} - in_question
     if "none" in found and "one" in found:
         found.discard("one")
     if "," in gold and len(gold) > 3:
         parts = gold.split(",")
         return all(p in found for p in parts) and len(found) == len(parts)
     return gold in found and len(found) == 1
+
+
+@lru_cache(maxsize=64)
+def _lowered(labels: tuple[str, ...]) -> frozenset[str]:
+    """A task's label set, lowercased once per task."""
+    return frozenset(label.lower() for label in labels)
 
 
 def longbench_qa_f1(pred: str, golds: list[str], subset: str) -> float:
