@@ -146,28 +146,22 @@ def category_of(example: dict) -> str:
     return dataset
 
 
-_TEXT_OR_NONE = (str, type(None))
-
-
 class _Labels:
     """(category, length label) of a config's examples, each worked out once per distinct
-    (dataset, meta text) and length: a config has one or a few of each, not one per example."""
+    (dataset, meta text, length): a config has one or a few of them, not one per example."""
 
     def __init__(self) -> None:
-        self.categories: dict = {}
-        self.lengths: dict = {}
+        self.known: dict[tuple, tuple[str, str]] = {}
 
     def of(self, example: dict) -> tuple[str, str]:
-        key, length = (example.get("dataset"), example.get("meta")), example.get("length")
-        if not (isinstance(key[0], _TEXT_OR_NONE) and isinstance(key[1], _TEXT_OR_NONE)):  # a meta mapping: no key
-            return category_of(example), length_label(length)
-        if key not in self.categories:
-            self.categories[key] = category_of(example)
-        if not isinstance(length, (int, str)):
-            return self.categories[key], length_label(length)
-        if length not in self.lengths:
-            self.lengths[length] = length_label(length)
-        return self.categories[key], self.lengths[length]
+        key = (example.get("dataset"), example.get("meta"), example.get("length"))
+        try:
+            return self.known[key]
+        except KeyError:
+            labels = self.known[key] = (category_of(example), length_label(key[2]))
+            return labels
+        except TypeError:  # a meta mapping (a row not read from a built dataset): no key
+            return category_of(example), length_label(key[2])
 
 
 def _table(values: Iterable[tuple[str, float]]) -> dict:

@@ -75,10 +75,15 @@ class MMNeedle(Metric):
     def score_many(self, predictions, examples):
         if not (self.official or self.options.get("strict")):
             return super().score_many(predictions, examples)
-        results = []
+        results, single = [], off.needle_single
         for prediction, example in zip(predictions, examples):  # as lean as the official loop over responses
             gold, multi, k = gold_of(example)
-            results.append(self.score_official(gold, prediction or "", multi, k))
+            if multi:
+                results.append(self.score_official(gold, prediction or "", multi, k))
+            else:  # string comparisons only: nothing that can crash, no guard
+                parts = single(gold, prediction or "")
+                parts["multi"] = False
+                results.append(ScoreResult(parts["exact"], prediction or "", parts))
         return results
 
     @staticmethod
