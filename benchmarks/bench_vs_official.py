@@ -200,12 +200,17 @@ def our_engine(examples, predictions):
 
 def official_engine(path: str, predictions: list[str], items: list[dict]) -> dict:
     """The official per-example results gathered and averaged as MMLongBench's eval.py does
-    (metric values appended per key, then the mean x 100); MMNeedle's loop returns its lists."""
+    (metric values appended per key, then the mean x 100); MMNeedle's loop returns its lists;
+    MMLongBench-Doc's run_api.py adds ``eval_acc_and_f1`` (here once, not after every sample)."""
     import numpy as np
 
     results = OFFICIAL[path][0](predictions, items)
     if path.startswith("mmneedle"):
         return {k: float(np.mean(v)) * 100 for k, v in zip(("index", "exact", "exist"), results)}
+    if path == "mmlongbench_doc":
+        samples = [{"answer": o["answer"], "pred": p, **({} if isinstance(r, Exception) else {"score": r})}
+                   for p, o, r in zip(predictions, items, results)]
+        return dict(zip(("acc", "f1"), oc.mmlongbench_doc().eval_acc_and_f1(samples)))
     metrics: dict[str, list] = {}
     for result in results:
         mets = result[0] if isinstance(result, tuple) else result

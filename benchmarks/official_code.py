@@ -133,9 +133,14 @@ def mmlb_post_process(kind: str):
 
 
 @lru_cache(maxsize=None)
+def mmlongbench_doc():
+    """MMLongBench-Doc's ``eval/eval_score.py`` (``eval_score``, ``eval_acc_and_f1``)."""
+    return module("mmlb_official_eval_score", source(MMLONGBENCH_DOC, "eval/eval_score.py"),
+                  "MMLongBench-Doc/eval_score.py")
+
+
 def mmlongbench_doc_eval_score():
-    mod = module("mmlb_official_eval_score", source(MMLONGBENCH_DOC, "eval/eval_score.py"), "MMLongBench-Doc/eval_score.py")
-    return mod.eval_score
+    return mmlongbench_doc().eval_score
 
 
 @lru_cache(maxsize=None)

@@ -54,8 +54,20 @@ def runner_output(system_template: str, output: str | None) -> str:
     return system_template + (output or "")
 
 
-@lru_cache(maxsize=256)  # parity mode asks twice per text: to score and to leave out
 def mmlb_parse_output(output: str, prefix: str = "Answer:", first_line: bool = False) -> str:
+    """utils.py ``parse_output`` (:func:`_parse_output`). Parity mode asks twice per text, to score
+    it and to leave it out, a whole config apart: outputs up to :data:`MEMO_CHARS` characters (all
+    but long summaries) are parsed once, in a memo of :data:`MEMO_TEXTS` (at most ~16 MB)."""
+    if len(output) <= MEMO_CHARS:
+        return _parse_output_memo(output, prefix, first_line)
+    return _parse_output(output, prefix, first_line)
+
+
+MEMO_CHARS = 1024
+MEMO_TEXTS = 8192
+
+
+def _parse_output(output: str, prefix: str = "Answer:", first_line: bool = False) -> str:
     """utils.py ``parse_output``: text after the first ``prefix`` (case-insensitive, the prefix
     used as a regex), stripped, one repeated prefix dropped; without a prefix the output from its
     start (the second pattern ``(?:^)(.*)`` always matches, so it never returns None).
@@ -71,6 +83,9 @@ def mmlb_parse_output(output: str, prefix: str = "Answer:", first_line: bool = F
     else:
         rest = match.group(1).strip() if match else output.strip()
     return repeated.sub("", rest).strip()
+
+
+_parse_output_memo = lru_cache(maxsize=MEMO_TEXTS)(_parse_output)
 
 
 @lru_cache(maxsize=64)
