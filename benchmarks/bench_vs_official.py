@@ -393,8 +393,10 @@ def run_metrics(rows: Rows, n: int, rounds: int, paths: list[str]) -> None:
     inputs = {path: make_pairs(path, n) for path in paths}
     items = {path: official_items(p) for path, p in inputs.items()}
     for path in paths:  # warm both sides (imports, compiled patterns, the official modules)
-        our_metric(make_pairs(path, 5))
-        OFFICIAL[path][0](inputs[path].predictions[:5], items[path][:5])
+        warm = make_pairs(path, 5)
+        our_metric(warm)
+        our_engine(*engine_examples(warm))
+        official_engine(path, warm.predictions, official_items(warm))
     for round_no in range(rounds):
         for path in paths:
             pairs = inputs[path]
