@@ -160,7 +160,7 @@ class _Labels:
         except KeyError:
             labels = self.known[key] = (category_of(example), length_label(key[2]))
             return labels
-        except TypeError:  # a meta mapping (a row not read from a built dataset): no key
+        except TypeError:  # a meta mapping (a row not read from a built dataset): worked out for it alone
             return category_of(example), length_label(key[2])
 
 
@@ -203,7 +203,8 @@ def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_o
         metrics_out[name] = metric.aggregate(results, exs)
         scored.extend(zip(exs, results))
         metas = [meta_of(e) for e in exs] if metric.group_by else []  # once per example, not per key
-        for key in metric.group_by:
+        present = {k for m in {id(m): m for m in metas}.values() for k in m}  # equal meta texts share a dict
+        for key in (k for k in metric.group_by if k in present):
             pairs = [(str(m[key]), r.score) for m, r in zip(metas, results) if key in m and not r.extra.get("left_out")]
             if pairs:
                 groups_out[key] = _table(pairs)
@@ -225,16 +226,9 @@ def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_o
         "groups": dict(groups_out),
         "problems": {"unknown_ids": unknown, "missing_predictions": len(missing),
                      "missing_ids": missing[:100]},
-        "examples": [_example_row(e, r) for e, r in listed],
+        "examples": [{"id": str(e["id"]), "score": r.score, "parsed": r.parsed, "extra": r.extra} if r.extra
+                     else {"id": str(e["id"]), "score": r.score, "parsed": r.parsed} for e, r in listed],
     }
-
-
-def _example_row(example: dict, result: ScoreResult) -> dict:
-    """One example's line of the report: id, score, parsed answer, extras when there are any."""
-    row = {"id": str(example["id"]), "score": result.score, "parsed": result.parsed}
-    if result.extra:
-        row["extra"] = result.extra
-    return row
 
 
 def built_protocol(data_dir: str | Path, config: str) -> str | None:
