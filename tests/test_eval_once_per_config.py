@@ -83,3 +83,21 @@ def test_parse_output_with_compiled_patterns_reads_as_before():
                 want = _parse_output_as_written(text, prefix, first_line)
                 assert off.mmlb_parse_output(text, prefix, first_line) == want
                 assert off.mmlb_parse_output(text, prefix, first_line) == want  # the memoised answer
+
+
+def test_a_local_folder_is_read_with_pyarrow_as_datasets_streams_it(tmp_path):
+    """load_examples reads a built folder's example columns with pyarrow (once per config, no torch
+    import through datasets' streaming): the same rows, in the same order, as datasets streams."""
+    import datasets
+
+    from mmlbdata.evaluation.evaluate import EXAMPLE_COLUMNS, load_examples
+    from mmlbdata.runner.smoke import write_built
+
+    rows = [{"id": f"x{i}", "dataset": "vh_single", "length": 8192, "num_tokens": 10 + i, "prompt": "<image> q",
+             "images": [{"bytes": b"\x89PNG fake", "path": None}], "question": f"q{i}", "answers": ["yes", "no"][: 1 + i % 2],
+             "metric": "binary_acc", "meta": json.dumps({"i": i})} for i in range(7)]
+    folder = write_built(tmp_path / "built", {"vhsingle_8k": rows})
+    streamed = datasets.load_dataset(str(folder), "vhsingle_8k", split="test", streaming=True).decode(False)
+    want = [{k: v for k, v in row.items() if k in EXAMPLE_COLUMNS} for row in streamed]
+    got = load_examples(folder, "vhsingle_8k")
+    assert got == want and [r["id"] for r in got] == [f"x{i}" for i in range(7)] and "images" not in got[0]

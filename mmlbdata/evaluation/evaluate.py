@@ -84,8 +84,14 @@ def load_examples(data_dir: str | Path, config: str) -> list[dict]:
 
     Streamed straight from the parquet files: the non-streaming loader caches an Arrow copy
     keyed by folder *name* and config, so a rebuilt folder of the same name would be read
-    stale (and images would be copied for nothing).
+    stale (and images would be copied for nothing). A local folder in this library's layouts
+    is read with pyarrow, only these columns (``datasets`` would resolve the folder's files
+    again for every config and import torch for its streaming workers); anything else (a Hub
+    repository, another layout) through ``datasets``.
     """
+    local = _local_shards(data_dir, config)
+    if local:
+        return _read_columns(local)
     import datasets
 
     # decode(False): streaming from the Hub would otherwise fetch and decode every image first
@@ -93,6 +99,24 @@ def load_examples(data_dir: str | Path, config: str) -> list[dict]:
     names = ds.column_names or list(ds.features or [])
     ds = ds.select_columns([c for c in names if c in EXAMPLE_COLUMNS])
     return [dict(row) for row in ds]
+
+
+def _local_shards(data_dir: str | Path, config: str) -> list[Path]:
+    """The parquet files of ``config`` in a local built folder (none: not one)."""
+    from mmlbdata.dataset.stats import shard_files
+
+    return shard_files(Path(data_dir), config) if Path(data_dir).is_dir() else []
+
+
+def _read_columns(files: list[Path]) -> list[dict]:
+    """The example columns of ``files``' rows, in file order, as plain dicts."""
+    import pyarrow.parquet as pq
+
+    rows: list[dict] = []
+    for file in files:
+        names = pq.read_schema(file).names
+        rows += pq.read_table(file, columns=[c for c in names if c in EXAMPLE_COLUMNS]).to_pylist()
+    return rows
 
 
 def _length_key(length) -> tuple[int, int, str]:
