@@ -377,7 +377,7 @@ def our_reader(built: Path, out: Path) -> None:
 
     if out.exists():
         out.unlink()
-    run(_Answering(), built, ["vhsingle_8k"], out, batch_size=4)
+    run(_Answering(), built, ["vhsingle_8k"], out)  # batch size 1: mmlb run's default, eval.py's DataLoader's
 
 
 def official_reader(release: Path, images: Path) -> None:
