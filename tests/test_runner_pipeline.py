@@ -10,7 +10,7 @@ import time
 import pytest
 
 from mmlbdata.runner.core import Generation, PipelineOptions, Request, run
-from mmlbdata.runner.pipeline import BatchProfile, Batch, batches, prefetched
+from mmlbdata.runner.pipeline import BatchProfile, Batch, batches, make_batch, prefetched
 from mmlbdata.runner.smoke import write_built
 
 
@@ -242,3 +242,68 @@ def test_an_image_that_cannot_be_read_ahead_fails_its_batch_not_the_run(tmp_path
     stats = run(Decoding(), tmp_path / "out", ["vh_single_8k"], out, pipeline=PipelineOptions(workers=2))
     assert sorted(r["id"] for r in lines(out)) == sorted(r["id"] for r in rows if r["id"] not in hit)
     assert stats.errors == len(hit) < len(rows)
+
+
+# --- thread sizing (issue 36: the reader ran 16 + 2 + 1 threads on 2 cores, most of them waiting) --------
+
+def _threads_named(prefix: str) -> int:
+    import threading
+
+    return sum(t.name.startswith(prefix) for t in threading.enumerate())
+
+
+def test_local_and_embedded_images_are_read_without_a_pool_remote_ones_with_one(tmp_path, monkeypatch):
+    """A local file is read where the row is used (a pool only costs CPU there); an embedded image
+    is passed on; only remote paths (round trips) get DEFAULT_THREADS readers."""
+    from mmlbdata.runner import prefetch
+
+    files = []
+    for i in range(3):
+        files.append(tmp_path / f"{i}.jpg")
+        files[-1].write_bytes(bytes([i]) * (i + 1))
+    rows = [{"id": "e", "images": [{"bytes": b"x", "path": None}]},
+            {"id": "f", "images": [{"bytes": None, "path": str(p)} for p in files] + [{"bytes": b"y", "path": None}]},
+            {"id": "m", "images": [{"bytes": None, "path": str(tmp_path / "missing.jpg")}]}]
+    seen = []
+    for row in prefetch.with_image_bytes(iter(rows)):
+        seen.append([image["bytes"] for image in row["images"]])
+        assert _threads_named("mmlb-images") == 0
+    assert seen == [[b"x"], [b"\x00", b"\x01\x01", b"\x02\x02\x02", b"y"], [None]]  # a missing file: left unread
+    assert prefetch.reader_threads(str(files[0])) == 0
+    assert prefetch.reader_threads("hf://datasets/o/r@main/images/a.jpg") == prefetch.DEFAULT_THREADS
+
+    monkeypatch.setattr(prefetch, "reader_threads", lambda path: 2)  # as for remote paths: a pool, same rows
+    pooled = [[image["bytes"] for image in row["images"]] for row in prefetch.with_image_bytes(iter(rows), ahead=1)]
+    assert pooled == seen and _threads_named("mmlb-images") == 0  # the pool is shut down with the generator
+
+
+def test_prepare_threads_follow_the_backend_and_the_cores(monkeypatch):
+    """No ``prepare``: the feeder hands batches on itself (no pool); otherwise ``--workers`` capped at
+    the usable cores; 0 stays the serial path."""
+    from mmlbdata.runner import prefetch
+    from mmlbdata.runner.pipeline import prepare_threads
+
+    class Preparing(Recorder):
+        def prepare(self, requests, profile=None):
+            return requests
+
+    monkeypatch.setattr(prefetch, "usable_cores", lambda: 2)
+    assert prepare_threads(Recorder(), 2) == 0
+    assert prepare_threads(Preparing(), 8) == 2 and prepare_threads(Preparing(), 1) == 1
+    assert prepare_threads(Preparing(), 0) == 0
+
+
+def test_prefetched_without_a_pool_gives_the_same_batches_in_order():
+    """threads=0 with workers > 0: the feeder thread prepares; order and content as with a pool."""
+    def source():
+        for i in range(7):
+            yield make_batch([Request(id=f"r{i}", config="c", metric="m", content=[], images=[], length=i)], 0.0)
+
+    def prepare(batch):
+        batch.prepared = [r.id.upper() for r in batch.requests]
+        return batch
+
+    pooled = [b.prepared for b in prefetched(source(), prepare, workers=2, depth=2)]
+    fed = [b.prepared for b in prefetched(source(), prepare, workers=2, depth=2, threads=0)]
+    assert fed == pooled == [[f"R{i}"] for i in range(7)]
+    assert _threads_named("mmlb-prepare") == 0

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
 
@@ -153,8 +155,14 @@ def load_examples(data_dir: str | Path, config: str) -> list[dict]:
 
     Streamed straight from the parquet files: the non-streaming loader caches an Arrow copy
     keyed by folder *name* and config, so a rebuilt folder of the same name would be read
-    stale (and images would be copied for nothing).
+    stale (and images would be copied for nothing). A local folder in this library's layouts
+    is read with pyarrow, only these columns (``datasets`` would resolve the folder's files
+    again for every config and import torch for its streaming workers); anything else (a Hub
+    repository, another layout) through ``datasets``.
     """
+    local = _local_shards(data_dir, config)
+    if local:
+        return _read_columns(local)
     import datasets
 
     # decode(False): streaming from the Hub would otherwise fetch and decode every image first
@@ -164,26 +172,50 @@ def load_examples(data_dir: str | Path, config: str) -> list[dict]:
     return [dict(row) for row in ds]
 
 
+def _local_shards(data_dir: str | Path, config: str) -> list[Path]:
+    """The parquet files of ``config`` in a local built folder (none: not one)."""
+    from mmlbdata.dataset.stats import shard_files
+
+    return shard_files(Path(data_dir), config) if Path(data_dir).is_dir() else []
+
+
+def _read_columns(files: list[Path]) -> list[dict]:
+    """The example columns of ``files``' rows, in file order, as plain dicts."""
+    import pyarrow.parquet as pq
+
+    rows: list[dict] = []
+    for file in files:
+        names = pq.read_schema(file).names
+        rows += pq.read_table(file, columns=[c for c in names if c in EXAMPLE_COLUMNS]).to_pylist()
+    return rows
+
+
 def _length_key(length) -> tuple[int, int, str]:
     """Sort key: "8k" < "16k" < "128k" < 200000 < other labels (alphabetical)."""
-    import re
-
     text = str(length)
-    match = re.fullmatch(r"(\d+)([kK]?)", text)
+    match = _LENGTH_TEXT.fullmatch(text)
     if not match:
         return (1, 0, text)
     return (0, int(match.group(1)) * (1024 if match.group(2) else 1), text)
 
 
+_LENGTH_TEXT = re.compile(r"(\d+)([kK]?)")
+
+
 def length_label(length) -> str:
     """8192 -> "8k" for the standard (and extended) budgets; anything else as text."""
-    from mmlbdata.core.lengths import ALL_LENGTHS
-
-    names = {v: k for k, v in ALL_LENGTHS.items()}
     try:
-        return names.get(int(length), str(length))
+        return _length_names().get(int(length), str(length))
     except (TypeError, ValueError):
         return str(length)
+
+
+@lru_cache(maxsize=1)
+def _length_names() -> dict[int, str]:
+    """Token budget -> its name ("8k"), built once."""
+    from mmlbdata.core.lengths import ALL_LENGTHS
+
+    return {v: k for k, v in ALL_LENGTHS.items()}
 
 
 #: MMLongBench's five task categories by dataset-name prefix (meta["category"] wins)
@@ -202,10 +234,29 @@ def category_of(example: dict) -> str:
     if explicit:
         return str(explicit)
     dataset = str(example.get("dataset") or "unknown")
+    lowered = dataset.lower()
     for prefix, category in CATEGORIES.items():
-        if dataset.lower().startswith(prefix):
+        if lowered.startswith(prefix):
             return category
     return dataset
+
+
+class _Labels:
+    """(category, length label) of a config's examples, each worked out once per distinct
+    (dataset, meta text, length): a config has one or a few of them, not one per example."""
+
+    def __init__(self) -> None:
+        self.known: dict[tuple, tuple[str, str]] = {}
+
+    def of(self, example: dict) -> tuple[str, str]:
+        key = (example.get("dataset"), example.get("meta"), example.get("length"))
+        try:
+            return self.known[key]
+        except KeyError:
+            labels = self.known[key] = (category_of(example), length_label(key[2]))
+            return labels
+        except TypeError:  # a meta mapping (a row not read from a built dataset): worked out for it alone
+            return category_of(example), length_label(key[2])
 
 
 def _table(values: Iterable[tuple]) -> dict:
@@ -274,18 +325,21 @@ def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_o
         results = metric.score_many([predictions[str(e["id"])]["prediction"] for e in exs], exs)
         metrics_out[name] = metric.aggregate(results, exs)
         scored.extend(zip(exs, results))
-        for key in metric.group_by:
-            pairs = [(str(meta_of(e)[key]), r.score) for e, r in zip(exs, results)
-                     if key in meta_of(e) and not r.extra.get("left_out")]
+        metas = [meta_of(e) for e in exs] if metric.group_by else []  # once per example, not per key
+        present = {k for m in {id(m): m for m in metas}.values() for k in m}  # equal meta texts share a dict
+        for key in (k for k in metric.group_by if k in present):
+            pairs = [(str(m[key]), r.score) for m, r in zip(metas, results) if key in m and not r.extra.get("left_out")]
             if pairs:
                 groups_out[key] = _table(pairs)
     listed, scored = scored, [(e, r) for e, r in scored if not r.extra.get("left_out")]  # official skips
     count_missing = counts_missing(metric_options)
     headline = headline_rows(list(by_id.values()), listed, count_missing)
     values = [score for _, score, _ in headline]
+    labels = _Labels()
+    labelled = [(labels.of(e), score, answered) for e, score, answered in headline]
     cat_len = defaultdict(list)
-    for e, score, _ in headline:
-        cat_len[(category_of(e), length_label(e.get("length")))].append(score)
+    for category_length, score, _ in labelled:
+        cat_len[category_length].append(score)
     return {
         "n": len(headline),
         "total": len(by_id),
@@ -296,14 +350,14 @@ def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_o
         "missing_counted_as_wrong": count_missing,
         "score_answered": mean(r.score for _, r in scored),
         "metrics": metrics_out,
-        "by_category": _table((category_of(e), s, a) for e, s, a in headline),
-        "by_length": _table((length_label(e.get("length")), s, a) for e, s, a in headline),
+        "by_category": _table((category, s, a) for (category, _), s, a in labelled),
+        "by_length": _table((length, s, a) for (_, length), s, a in labelled),
         "by_category_length": {f"{c}|{l}": {"score": mean(v), "n": len(v)} for (c, l), v in sorted(cat_len.items())},
         "groups": dict(groups_out),
         "problems": {"unknown_ids": unknown, "missing_predictions": len(missing),
                      "missing_ids": missing[:100]},
-        "examples": [{"id": str(e["id"]), "score": r.score, "parsed": r.parsed, **({"extra": r.extra} if r.extra else {})}
-                     for e, r in listed],
+        "examples": [{"id": str(e["id"]), "score": r.score, "parsed": r.parsed, "extra": r.extra} if r.extra
+                     else {"id": str(e["id"]), "score": r.score, "parsed": r.parsed} for e, r in listed],
     }
 
 

@@ -11,6 +11,7 @@ import random
 import re
 import string
 from collections import Counter
+from functools import lru_cache
 from typing import Sequence
 
 PREFIXES = ("Answer:", "label:", "Summary:")
@@ -45,8 +46,11 @@ def white_space_fix(text: str) -> str:
     return " ".join(text.split())
 
 
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
 def remove_articles(text: str) -> str:
-    return re.sub(r"\b(a|an|the)\b", " ", text)
+    return _ARTICLES.sub(" ", text)
 
 
 _PUNCT = set(string.punctuation)
@@ -56,11 +60,13 @@ def remove_punc(text: str) -> str:
     return "".join(ch for ch in text if ch not in _PUNCT)
 
 
+@lru_cache(maxsize=4096)  # golds recur across a config's examples, and a prediction is often asked twice
 def normalize_answer(text: str) -> str:
     """SQuAD normalisation: lowercase, strip punctuation, drop a/an/the, collapse spaces."""
     return white_space_fix(remove_articles(remove_punc(text.lower())))
 
 
+@lru_cache(maxsize=4096)
 def normalize_with_punc(text: str) -> str:
     """Like ``normalize_answer`` but punctuation kept (used before yes/no and list parsing)."""
     return white_space_fix(remove_articles(text.lower()))

@@ -28,6 +28,7 @@ from mmlbdata.runner.pipeline import (
     gpu_peak_memory,
     prefetched,
     prepare_batch,
+    prepare_threads,
     stage,
 )
 
@@ -207,7 +208,8 @@ def run(backend: Backend, data_dir: str | Path, configs: Sequence[str], out: str
     try:
         # closing: an exception here (Ctrl-C, a crash) stops the reading threads at once
         with out.open("a", encoding="utf-8") as sink, \
-                closing(prefetched(source, lambda b: prepare_batch(backend, b), opts.workers, opts.depth)) as ready:
+                closing(prefetched(source, lambda b: prepare_batch(backend, b), opts.workers, opts.depth,
+                                   prepare_threads(backend, opts.workers))) as ready:
             for batch in ready:
                 if current is not None and batch.config != current:
                     _log_config(current, stats, start)

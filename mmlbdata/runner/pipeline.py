@@ -143,12 +143,26 @@ class _Failed:
 _DONE = object()
 
 
+def prepare_threads(backend, workers: int) -> int:
+    """Threads that run ``backend.prepare`` beside the feeder: ``workers`` capped at the cores
+    this process may use (decoding and the processor are CPU work: more threads than cores only
+    wait on each other), and none for a backend without ``prepare`` (an API or vLLM backend: the
+    feeder hands its batches on as it reads them, still ahead of generation)."""
+    from mmlbdata.runner.prefetch import usable_cores
+
+    if workers <= 0 or not callable(getattr(backend, "prepare", None)):
+        return 0
+    return min(workers, usable_cores())
+
+
 def prefetched(source: Iterable[Batch], prepare: Callable[[Batch], Batch], workers: int = 2,
-               depth: int = 4) -> Iterator[Batch]:
+               depth: int = 4, threads: int | None = None) -> Iterator[Batch]:
     """Prepared batches in ``source`` order. ``workers=0``: read and prepare inline, one batch at
     a time (the serial path). Otherwise a feeder thread pulls ``source`` (the reading) and
-    submits each batch to ``workers`` threads; at most ``depth`` batches are read ahead.
-    ``profile.waited`` records how long the consumer waited for each batch."""
+    submits each batch to a pool of ``threads`` threads (default ``workers``; 0: the feeder runs
+    ``prepare`` itself, for a ``prepare`` with nothing to do, see :func:`prepare_threads`); at most
+    ``depth`` batches are read ahead. ``profile.waited`` records how long the consumer waited for
+    each batch."""
     if workers <= 0:
         it = iter(source)
         while True:
@@ -161,7 +175,8 @@ def prefetched(source: Iterable[Batch], prepare: Callable[[Batch], Batch], worke
             yield batch
     ahead: "queue.Queue[object]" = queue.Queue(maxsize=max(depth, 1))
     stop = threading.Event()
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mmlb-prepare")
+    threads = workers if threads is None else threads
+    pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="mmlb-prepare") if threads > 0 else None
 
     def put(item) -> bool:
         while not stop.is_set():
@@ -175,7 +190,7 @@ def prefetched(source: Iterable[Batch], prepare: Callable[[Batch], Batch], worke
     def feed() -> None:
         try:
             for batch in source:
-                if not put(pool.submit(prepare, batch)):
+                if not put(pool.submit(prepare, batch) if pool is not None else prepare(batch)):
                     return
             put(_DONE)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the consumer
@@ -197,7 +212,8 @@ def prefetched(source: Iterable[Batch], prepare: Callable[[Batch], Batch], worke
     finally:
         stop.set()
         feeder.join(timeout=5)
-        pool.shutdown(wait=True, cancel_futures=True)
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def gpu_peak_memory() -> Optional[int]:

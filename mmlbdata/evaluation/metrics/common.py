@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Callable
 
-from mmlbdata.evaluation.metrics.official import crash_is_zero
+from mmlbdata.evaluation.metrics.official import CRASHES, crash_text
 from mmlbdata.evaluation.metrics.registry import ScoreResult
 from mmlbdata.evaluation.parse import candidates
 
@@ -19,17 +20,24 @@ def golds(example: dict) -> list[str]:
 
 
 def meta_of(example: dict) -> dict:
-    """``meta`` as a dict whether the dataset stores it as JSON text or a mapping."""
+    """``meta`` as a dict whether the dataset stores it as JSON text or a mapping. Read-only:
+    JSON text is parsed once per distinct text (a config's rows share a few metas, and a metric,
+    the report's groups and its categories all ask for the same row's), so the dict is shared."""
     meta = example.get("meta")
     if meta is None or meta == "":
         return {}
     if isinstance(meta, str):
-        try:
-            value = json.loads(meta)
-        except json.JSONDecodeError:
-            return {}
-        return value if isinstance(value, dict) else {}
+        return _meta_json(meta)
     return dict(meta)
+
+
+@lru_cache(maxsize=4096)
+def _meta_json(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def best_of(prediction: str, fn: Callable[[str], ScoreResult]) -> ScoreResult:
@@ -46,7 +54,9 @@ def best_of(prediction: str, fn: Callable[[str], ScoreResult]) -> ScoreResult:
 def official_result(compute: Callable[[], float], parsed: str | None = None, **extra) -> ScoreResult:
     """An official scorer's value; where the official code would crash, 0.0 with the exception
     kept in ``extra["official_crash"]`` (see ``official.crash_is_zero``)."""
-    score, crash = crash_is_zero(compute)()
-    if crash:
-        extra["official_crash"] = crash
+    try:  # no wrapper built per call: this runs once per scored example
+        score = float(compute())
+    except CRASHES as exc:  # noqa: B902 - the official run would stop here
+        score = 0.0
+        extra["official_crash"] = crash_text(exc)
     return ScoreResult(score, parsed, extra)

@@ -13,7 +13,7 @@ from collections import defaultdict
 
 from mmlbdata.evaluation import parse
 from mmlbdata.evaluation.metrics import official as off
-from mmlbdata.evaluation.metrics.common import golds, meta_of, official_result
+from mmlbdata.evaluation.metrics.common import meta_of
 from mmlbdata.evaluation.metrics.registry import Metric, ScoreResult, mean, register
 
 Needles = list[tuple[int, ...]]
@@ -24,6 +24,15 @@ def parse_needles(text: str) -> Needles:
     text = parse.strip_prefix(text or "") or (text or "")
     groups = [g for g in re.split(r";|\n|\)\s*,?\s*\(|\]\s*,?\s*\[", text) if re.search(r"-?\d", g)]
     return [tuple(parse.ints_of(re.findall(r"-?\d+", g))) for g in groups]
+
+
+def gold_of(example: dict) -> tuple[str, bool, object]:
+    """(gold answer, multi-needle or not, ``meta["k"]``): several needles when the gold has a
+    ``;`` or meta's ``k`` is over 1."""
+    answers = example.get("answers")
+    gold = answers if isinstance(answers, str) else str(answers[0]) if answers else "-1"
+    k = meta_of(example).get("k")
+    return gold, ";" in gold or (isinstance(k, int) and k > 1), k
 
 
 def _no_needle(needle: tuple[int, ...]) -> bool:
@@ -56,29 +65,38 @@ def _tolerant(gold: str, pred: str) -> dict:
 @register("mmneedle")
 class MMNeedle(Metric):
     def score(self, prediction, example):
-        gold = (golds(example) or ["-1"])[0]
-        k = meta_of(example).get("k")
-        multi = ";" in gold or (isinstance(k, int) and k > 1)
+        gold, multi, k = gold_of(example)
         if self.official or self.options.get("strict"):
             return self.score_official(gold, prediction or "", multi, k)
         res = _tolerant(gold, prediction or "")
         res["multi"] = multi
         return ScoreResult(res["exact"], str(parse_needles(prediction or "")), res)
 
+    def score_many(self, predictions, examples):
+        if not (self.official or self.options.get("strict")):
+            return super().score_many(predictions, examples)
+        results, single = [], off.needle_single
+        for prediction, example in zip(predictions, examples):  # as lean as the official loop over responses
+            gold, multi, k = gold_of(example)
+            if multi:
+                results.append(self.score_official(gold, prediction or "", multi, k))
+            else:  # string comparisons only: nothing that can crash, no guard
+                parts = single(gold, prediction or "")
+                parts["multi"] = False
+                results.append(ScoreResult(parts["exact"], prediction or "", parts))
+        return results
+
     @staticmethod
     def score_official(gold: str, prediction: str, multi: bool, k) -> ScoreResult:
         """The official string rules; the breakdown keys stay present when they crash."""
-        parts: dict = {}
-
-        def compute():
-            parts.update(off.needle_multi(gold, prediction, k) if multi else off.needle_single(gold, prediction))
-            return parts["exact"]
-
-        result = official_result(compute, prediction)
-        negative = off.negative_gold([g.split(", ")[0] for g in gold.split("; ")])
-        result.extra.update({"positive": not negative, "exist": 0.0, "index": 0.0, "exact": 0.0}, **parts)
-        result.extra["multi"] = multi
-        return result
+        try:
+            parts = off.needle_multi(gold, prediction, k) if multi else off.needle_single(gold, prediction)
+        except off.CRASHES as exc:  # noqa: B902 - k from meta that the official spelling cannot use
+            negative = off.negative_gold([gold.split("; ", 1)[0].split(", ", 1)[0]])
+            return ScoreResult(0.0, prediction, {"official_crash": off.crash_text(exc), "positive": not negative,
+                                                 "exist": 0.0, "index": 0.0, "exact": 0.0, "multi": multi})
+        parts["multi"] = multi
+        return ScoreResult(parts["exact"], prediction, parts)
 
     def aggregate(self, results, examples):
         """Headline: exact accuracy over all; then existence / index / exact for positives and

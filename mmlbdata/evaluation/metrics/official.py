@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from functools import wraps
+from functools import lru_cache, wraps
 from math import isclose
 from typing import Callable
 
@@ -31,9 +31,14 @@ def crash_is_zero(fn: Callable[..., float]) -> Callable[..., tuple[float, str | 
         try:
             return float(fn(*args, **kwargs)), None
         except CRASHES as exc:  # noqa: B902 - the official run would stop here
-            return 0.0, f"{type(exc).__name__}: {str(exc)[:200]}"
+            return 0.0, crash_text(exc)
 
     return run
+
+
+def crash_text(exc: BaseException) -> str:
+    """How a crash is recorded: ``"ExceptionName: message"`` (message cut at 200 characters)."""
+    return f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
 # --- MMLongBench utils.py / data.py ----------------------------------------------------------
@@ -50,6 +55,19 @@ def runner_output(system_template: str, output: str | None) -> str:
 
 
 def mmlb_parse_output(output: str, prefix: str = "Answer:", first_line: bool = False) -> str:
+    """utils.py ``parse_output`` (:func:`_parse_output`). Parity mode asks twice per text, to score
+    it and to leave it out, a whole config apart: outputs up to :data:`MEMO_CHARS` characters (all
+    but long summaries) are parsed once, in a memo of :data:`MEMO_TEXTS` (at most ~16 MB)."""
+    if len(output) <= MEMO_CHARS:
+        return _parse_output_memo(output, prefix, first_line)
+    return _parse_output(output, prefix, first_line)
+
+
+MEMO_CHARS = 1024
+MEMO_TEXTS = 8192
+
+
+def _parse_output(output: str, prefix: str = "Answer:", first_line: bool = False) -> str:
     """utils.py ``parse_output``: text after the first ``prefix`` (case-insensitive, the prefix
     used as a regex), stripped, one repeated prefix dropped; without a prefix the output from its
     start (the second pattern ``(?:^)(.*)`` always matches, so it never returns None).
@@ -58,13 +76,27 @@ def mmlb_parse_output(output: str, prefix: str = "Answer:", first_line: bool = F
     without DOTALL, so only the rest of the prefix's line is read (and the first line of an output
     without the prefix). Otherwise (v1.1, @476fe86): ``re.IGNORECASE | re.DOTALL``, everything
     after the prefix."""
+    after, start, repeated = _parse_patterns(prefix, first_line)
+    match = after.search(output)
     if first_line:
-        match = re.search(f"(?:{prefix})(.*)(?:\n|$)", output, flags=re.IGNORECASE)
-        rest = (match.group(1) if match else re.search(r"(?:^)(.*)(?:\n|$)", output).group(1)).strip()
+        rest = (match.group(1) if match else start.search(output).group(1)).strip()
     else:
-        match = re.search(f"(?:{prefix})(.*)", output, flags=re.IGNORECASE | re.DOTALL)
         rest = match.group(1).strip() if match else output.strip()
-    return re.sub("^" + re.escape(prefix), "", rest, flags=re.IGNORECASE).strip()
+    return repeated.sub("", rest).strip()
+
+
+_parse_output_memo = lru_cache(maxsize=MEMO_TEXTS)(_parse_output)
+
+
+@lru_cache(maxsize=64)
+def _parse_patterns(prefix: str, first_line: bool) -> tuple[re.Pattern, re.Pattern, re.Pattern]:
+    """``parse_output``'s patterns for one prefix, compiled once: the text after the prefix, the
+    v1.0 fallback (the first line) and the repeated prefix at the start."""
+    if first_line:
+        after = re.compile(f"(?:{prefix})(.*)(?:\n|$)", re.IGNORECASE)
+    else:
+        after = re.compile(f"(?:{prefix})(.*)", re.IGNORECASE | re.DOTALL)
+    return after, re.compile(r"(?:^)(.*)(?:\n|$)"), re.compile("^" + re.escape(prefix), re.IGNORECASE)
 
 
 def raw_and_parsed_max(prediction: str, score: Callable[[str], float], prefix: str,
@@ -137,7 +169,7 @@ def count_list(prediction: str) -> list:
     """utils.py ``extract_cnt_list``: the last ``[digits, ...]`` as JSON; else the last ``[...]``
     as JSON with int() per item; else every digit run. Only JSONDecodeError falls through."""
     text = parse.normalize_with_punc(prediction)
-    strict = re.findall(r"\[[\d\s,]+\]", text, flags=re.IGNORECASE | re.DOTALL)
+    strict = _DIGIT_LIST.findall(text)
     if strict:
         try:
             return json.loads(strict[-1])
@@ -149,7 +181,11 @@ def count_list(prediction: str) -> list:
             return _ints_kept(json.loads(loose[-1]))
         except json.JSONDecodeError:
             pass
-    return [int(x) for x in re.findall(r"\d+", text)]
+    return [int(x) for x in _DIGITS.findall(text)]
+
+
+_DIGIT_LIST = re.compile(r"\[[\d\s,]+\]", re.IGNORECASE | re.DOTALL)
+_DIGITS = re.compile(r"\d+")
 
 
 def count_acc(prediction: str, gold: list[int], prefix: str, first_line: bool = False) -> float:
@@ -162,16 +198,18 @@ def choice_index(prediction: str) -> int:
     """utils.py ``extract_choice_letter``: "answer is (X)", then ``[aA]nswer:\\s*X`` (no word
     boundary), then the last standalone A-J; -1 when none."""
     text = parse.white_space_fix(prediction)
-    for pattern in (r"answer is \(?([A-J])\)?", r"[aA]nswer:\s*([A-J])"):
-        match = re.search(pattern, text, flags=re.DOTALL)
+    for pattern in _CHOICE:
+        match = pattern.search(text)
         if match:
             return ord(match.group(1)) - ord("A")
     letter = last_match(_STANDALONE_AJ, text)
     return ord(letter) - ord("A") if letter else -1
 
 
+_CHOICE = (re.compile(r"answer is \(?([A-J])\)?", re.DOTALL), re.compile(r"[aA]nswer:\s*([A-J])", re.DOTALL))
 _STANDALONE_AJ = re.compile(r"\b[A-J]\b")
 _STANDALONE_NUMBER = re.compile(r"\b(\d+)\b")
+_LABEL = re.compile(r"label:\s*(\d+)", re.IGNORECASE)
 
 
 def mc_acc(prediction: str, gold_index: int, prefix: str, first_line: bool = False) -> float:
@@ -183,13 +221,13 @@ def class_number(prediction: str) -> int:
     """utils.py ``extract_class_num``: ``label: N``, else the last standalone number, else the
     first digit run anywhere (``class3`` -> 3); -1 when none."""
     text = parse.white_space_fix(prediction)
-    match = re.search(r"label:\s*(\d+)", text, flags=re.IGNORECASE)
+    match = _LABEL.search(text)
     if match:
         return int(match.group(1))
     last = last_match(_STANDALONE_NUMBER, text, 1)
     if last:
         return int(last)
-    numbers = re.findall(r"\d+", text)
+    numbers = _DIGITS.findall(text)
     return int(numbers[0]) if numbers else -1
 
 
@@ -222,13 +260,18 @@ _DOCQA_EM = (
 )
 
 
+_DOCQA_SUFFIX_PATTERNS = tuple(re.compile(re.escape(suffix) + "$") for suffix in _DOCQA_SUFFIXES)
+_DOCQA_EM_PATTERNS = tuple(re.compile(p) for p in _DOCQA_EM)
+_QUOTES = re.compile(r"^['\"]|['\"]$")
+
+
 def docqa_clean(value) -> str:
     """utils.py ``get_docqa_clean_string``: lowercase, no commas, each unit suffix in turn,
     quotes, then $, £ and % at either end."""
     text = str(value).lower().strip().replace(",", "")
-    for suffix in _DOCQA_SUFFIXES:
-        text = re.sub(re.escape(suffix) + "$", "", text).strip()
-    text = re.sub(r"^['\"]|['\"]$", "", text).strip()
+    for suffix in _DOCQA_SUFFIX_PATTERNS:
+        text = suffix.sub("", text).strip()
+    text = _QUOTES.sub("", text).strip()
     for symbol in "$£%":
         text = text.strip().strip(symbol).strip()
     return text
@@ -236,7 +279,7 @@ def docqa_clean(value) -> str:
 
 def docqa_needs_em(value) -> bool:
     """utils.py ``need_exact_match_check`` (raises TypeError on a non-string, as officially)."""
-    return any(re.search(p, value) for p in _DOCQA_EM)
+    return any(p.search(value) for p in _DOCQA_EM_PATTERNS)
 
 
 def docqa_numbers(text: str) -> list[float]:
@@ -308,7 +351,7 @@ def doc_clean(value) -> str:
     parentheses, surrounding quotes, a leading $ and trailing % are removed."""
     text = str(value).lower().strip()
     text = parse.drop_parenthesised(text).strip()
-    text = re.sub(r"^['\"]|['\"]$", "", text).strip()
+    text = _QUOTES.sub("", text).strip()
     text = text.strip().lstrip("$").strip()
     return text.strip().rstrip("%").strip()
 
@@ -350,11 +393,12 @@ def doc_float_equal(reference, prediction) -> bool:
 def doc_exact_match(text: str) -> bool:
     """eval_score.py ``is_exact_match``."""
     return bool("https://" in text or text.endswith(".py") or text.endswith("ipynb")
-                or text.startswith("page") or re.fullmatch(r"\b\d+(-\d+|\s\d+)?\b", text)
-                or "a.m." in text or "p.m." in text
-                or re.fullmatch(r"\b\d{4}[-\s]\d{2}[-\s]\d{2}\b", text)
-                or re.fullmatch(r"\b\d{4}[-\s]\d{2}\b", text)
-                or re.fullmatch(r"[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}", text))
+                or text.startswith("page") or "a.m." in text or "p.m." in text
+                or any(p.fullmatch(text) for p in _DOC_EXACT))
+
+
+_DOC_EXACT = tuple(re.compile(p) for p in (r"\b\d+(-\d+|\s\d+)?\b", r"\b\d{4}[-\s]\d{2}[-\s]\d{2}\b",
+                                           r"\b\d{4}[-\s]\d{2}\b", r"[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}"))
 
 
 def _as_official_list(value) -> list:
@@ -409,13 +453,12 @@ def negative_gold(gold_index: list[str]) -> bool:
 
 def needle_single(gold: str, pred: str) -> dict:
     """evaluate.py: exact string equality; only the bare ``-1`` means "no needle"."""
-    pred = _needle_clean(pred)
-    gold_index = gold.split(", ")[0]
-    negative = negative_gold([gold_index])
-    gold = "-1" if negative else gold
-    pred_negative = pred == "-1"
-    return {"positive": not negative, "exist": float(negative == pred_negative),
-            "index": float(gold_index == pred.split(", ")[0]), "exact": float(gold == pred)}
+    pred = pred.replace("\n", "").strip().strip(".").strip()  # _needle_clean, inline: once per example
+    gold_index = gold.split(", ", 1)[0]
+    negative = gold_index == "0" or gold_index == "-1"
+    exact = float(("-1" if negative else gold) == pred)
+    return {"positive": not negative, "exist": float(negative == (pred == "-1")),
+            "index": float(gold_index == pred.split(", ", 1)[0]), "exact": exact}
 
 
 def needle_multi(gold: str, pred: str, k: int | None = None) -> dict:
@@ -423,17 +466,23 @@ def needle_multi(gold: str, pred: str, k: int | None = None) -> dict:
     (K from the gold, or ``k`` for a negative gold written as the bare ``-1``)."""
     pred = _needle_clean(pred)
     gold_parts = gold.split("; ")
-    gold_index = [g.split(", ")[0] for g in gold_parts]
+    gold_index = [g.split(", ", 1)[0] for g in gold_parts]
     negative = negative_gold(gold_index)
     n = k if (negative and k) else len(gold_index)
     gold = "-1" if negative else gold
     pred_parts = [p.strip() for p in pred.split("; ")]
     pred = "; ".join(pred_parts)
-    pred_index = [p.split(", ")[0] for p in pred_parts]
-    no_needle = {"-1", "-1" + "; -1" * (n - 1), "-1" + ", -1" * (n - 1),
-                 "-1, -1, -1" + "; -1, -1, -1" * (n - 1), "-1" * n}
-    return {"positive": not negative, "exist": float(negative == (pred in no_needle)),
+    pred_index = [p.split(", ", 1)[0] for p in pred_parts]
+    spellings = _no_needle(n) if type(n) is int and n <= 64 else _no_needle.__wrapped__(n)  # k: any JSON
+    return {"positive": not negative, "exist": float(negative == (pred in spellings)),
             "index": float(gold_index == pred_index), "exact": float(gold == pred)}
+
+
+@lru_cache(maxsize=64)
+def _no_needle(n) -> frozenset:
+    """The five spellings of "no needle" for ``n`` needles (built once per ``n``)."""
+    return frozenset({"-1", "-1" + "; -1" * (n - 1), "-1" + ", -1" * (n - 1),
+                      "-1, -1, -1" + "; -1, -1, -1" * (n - 1), "-1" * n})
 
 
 # --- ReadBench run_eval.py -------------------------------------------------------------------------
@@ -470,13 +519,20 @@ def _first_group(pattern: re.Pattern, text: str) -> str | None:
 _DIGIT_WORDS = dict(zip("123456789", ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine")))
 
 
+_BABI_DIGIT = re.compile(r"\b[1-9]\b")
+
+
+def _digit_word(match: re.Match) -> str:
+    return _DIGIT_WORDS[match.group(0)]
+
+
 def babi_preprocess(out: str) -> str:
     """run_eval.py ``babi_preprocess``: first sentence, cut at <context>/<example>/"question"
     (after lowercasing), $ stripped, standalone digits 1-9 spelled out."""
     out = out.lower().split(".")[0]
     out = out.split("<context>")[0].split("<example>")[0].split("question")[0]
     out = out.strip("$").strip().lower()
-    out = re.sub(r"\b[1-9]\b", lambda m: _DIGIT_WORDS[m.group(0)], out)
+    out = _BABI_DIGIT.sub(_digit_word, out)
     return out.strip().lower()
 
 
@@ -484,17 +540,27 @@ def eval_babi(pred: str, gold: str, question: str, labels: list[str]) -> bool:
     """run_eval.py ``eval_babi`` (non-CoT): labels found as substrings in the answer, minus those
     in the question (except "none"); "one" dropped when "none" is found; a comma gold (over 3
     characters) needs every part and nothing else."""
-    pred = babi_preprocess(pred)
+    return babi_correct(babi_preprocess(pred), gold, question, labels)
+
+
+def babi_correct(processed: str, gold: str, question: str, labels: list[str]) -> bool:
+    """:func:`eval_babi` on an answer already through :func:`babi_preprocess`."""
     gold = gold.lower()
-    labels = {label.lower() for label in labels}
+    labels = _lowered(tuple(labels))
     in_question = {label for label in labels if label in question.lower()} - {"none"}
-    found = {label for label in labels if label in pred} - in_question
+    found = {label for label in labels if label in processed} - in_question
     if "none" in found and "one" in found:
         found.discard("one")
     if "," in gold and len(gold) > 3:
         parts = gold.split(",")
         return all(p in found for p in parts) and len(found) == len(parts)
     return gold in found and len(found) == 1
+
+
+@lru_cache(maxsize=64)
+def _lowered(labels: tuple[str, ...]) -> frozenset[str]:
+    """A task's label set, lowercased once per task."""
+    return frozenset(label.lower() for label in labels)
 
 
 def longbench_qa_f1(pred: str, golds: list[str], subset: str) -> float:

@@ -19,7 +19,7 @@ from mmlbdata.official import protocol as protocols
 _REGISTRY: dict[str, type["Metric"]] = {}
 
 
-@dataclass
+@dataclass(slots=True)
 class ScoreResult:
     """One scored prediction: ``score`` in [0, 1], the answer the parser read, extras."""
 

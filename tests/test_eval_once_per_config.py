@@ -1,0 +1,103 @@
+"""Work done once per config instead of once per example (issue 36) gives what the per-example
+functions give: the report's category/length tables, MMNeedle's batch path, the memoised parses."""
+from __future__ import annotations
+
+import json
+import re
+
+from mmlbdata.evaluation.evaluate import category_of, evaluate_config, length_label
+from mmlbdata.evaluation.metrics import get_metric
+from mmlbdata.evaluation.metrics import official as off
+from mmlbdata.evaluation.metrics.common import meta_of
+
+
+def _rows():
+    """Interleaved datasets, metas (text, mapping, none, a category override) and lengths."""
+    datasets = ["vh_single", "mmneedle_multi", "gov_report", "Mystery", None]
+    metas = ["{}", json.dumps({"category": "Custom"}), None, {"k": 2}, "not json", ""]
+    lengths = [8192, "16k", 200000, None, 131072, "8192"]
+    return [{"id": f"r{i}", "dataset": datasets[i % 5], "meta": metas[i % 6], "length": lengths[i % 4],
+             "answers": ["Yes" if i % 3 else "No"], "metric": "binary_acc"} for i in range(60)]
+
+
+def test_category_and_length_tables_equal_the_per_example_labels():
+    rows = _rows()
+    predictions = {r["id"]: {"prediction": "yes" if i % 2 else "no"} for i, r in enumerate(rows)}
+    report = evaluate_config([dict(r) for r in rows], predictions)
+    scores = {e["id"]: e["score"] for e in report["examples"]}
+    want_cat, want_len, want_both = {}, {}, {}
+    for r in rows:
+        c, l = category_of(r), length_label(r.get("length"))
+        for table, key in ((want_cat, c), (want_len, l), (want_both, f"{c}|{l}")):
+            table.setdefault(key, []).append(scores[r["id"]])
+    assert {k: v["n"] for k, v in report["by_category"].items()} == {k: len(v) for k, v in want_cat.items()}
+    assert {k: v["score"] for k, v in report["by_length"].items()} == {k: sum(v) / len(v) for k, v in want_len.items()}
+    assert {k: v["n"] for k, v in report["by_category_length"].items()} == {k: len(v) for k, v in want_both.items()}
+    assert report["by_category"]["Custom"]["n"] == 10 and "Mystery" in report["by_category"]
+
+
+def test_meta_text_is_parsed_once_and_shared_read_only():
+    example = {"meta": json.dumps({"k": 5, "category": "NIAH"})}
+    assert meta_of(example) is meta_of({"meta": example["meta"]}) and meta_of(example) == {"k": 5, "category": "NIAH"}
+    assert meta_of({"meta": "[1, 2]"}) == {} and meta_of({"meta": "{bad"}) == {} and meta_of({}) == {}
+    mapping = {"k": 1}
+    assert meta_of({"meta": mapping}) == mapping and meta_of({"meta": mapping}) is not mapping
+
+
+def test_mmneedle_batch_path_equals_one_by_one_crashes_included():
+    """MMNeedle's official score_many (one loop, no guard on the single-needle path) returns what
+    score gives example by example, a k that the official spelling cannot use ("2": str - int) included
+    (evaluate_multi.py: exact is string equality, so "-1; -1" for the gold "-1" exists but is not exact)."""
+    examples = [{"id": "a", "answers": ["2, 1, 3"], "meta": "{}"},
+                {"id": "b", "answers": ["0, 1, 1"], "meta": "{}"},
+                {"id": "c", "answers": ["-1"], "meta": json.dumps({"k": 2})},
+                {"id": "d", "answers": ["0, 1, 1; 0, 2, 2"], "meta": json.dumps({"k": "2"})},
+                {"id": "e", "answers": "1, 1, 1; 2, 2, 2", "meta": None},
+                {"id": "f", "answers": [], "meta": json.dumps({"k": 100})}]
+    predictions = ["2, 1, 3.\n", "-1", "-1; -1", "-1", "1, 1, 1;2, 2, 2", None]
+    metric = get_metric("mmneedle", parity="official")
+    batch = metric.score_many(predictions, examples)
+    single = [metric.score(p, e) for p, e in zip(predictions, examples)]
+    assert [(r.score, r.parsed, r.extra) for r in batch] == [(r.score, r.parsed, r.extra) for r in single]
+    assert [r.score for r in batch] == [1.0, 1.0, 0.0, 0.0, 0.0, 0.0] and batch[2].extra["exist"] == 1.0
+    assert batch[3].extra["official_crash"].startswith("TypeError") and list(batch[3].extra)[0] == "official_crash"
+    assert batch[5].extra["exist"] == 0.0  # gold "-1", k 100: "no needle" is spelled for 100 needles only
+
+
+def _parse_output_as_written(output: str, prefix: str, first_line: bool) -> str:
+    """utils.py parse_output's two readings, with the patterns built per call."""
+    if first_line:
+        match = re.search(f"(?:{prefix})(.*)(?:\n|$)", output, flags=re.IGNORECASE)
+        rest = (match.group(1) if match else re.search(r"(?:^)(.*)(?:\n|$)", output).group(1)).strip()
+    else:
+        match = re.search(f"(?:{prefix})(.*)", output, flags=re.IGNORECASE | re.DOTALL)
+        rest = match.group(1).strip() if match else output.strip()
+    return re.sub("^" + re.escape(prefix), "", rest, flags=re.IGNORECASE).strip()
+
+
+def test_parse_output_with_compiled_patterns_reads_as_before():
+    texts = ["Answer: Answer: Paris", "label:3\nlabel: 5", "no prefix\nsecond", "", "SUMMARY:  x \n y", "Answer:"]
+    for text in texts:
+        for prefix in ("Answer:", "label:", "Summary:"):
+            for first_line in (False, True):
+                want = _parse_output_as_written(text, prefix, first_line)
+                assert off.mmlb_parse_output(text, prefix, first_line) == want
+                assert off.mmlb_parse_output(text, prefix, first_line) == want  # the memoised answer
+
+
+def test_a_local_folder_is_read_with_pyarrow_as_datasets_streams_it(tmp_path):
+    """load_examples reads a built folder's example columns with pyarrow (once per config, no torch
+    import through datasets' streaming): the same rows, in the same order, as datasets streams."""
+    import datasets
+
+    from mmlbdata.evaluation.evaluate import EXAMPLE_COLUMNS, load_examples
+    from mmlbdata.runner.smoke import write_built
+
+    rows = [{"id": f"x{i}", "dataset": "vh_single", "length": 8192, "num_tokens": 10 + i, "prompt": "<image> q",
+             "images": [{"bytes": b"\x89PNG fake", "path": None}], "question": f"q{i}", "answers": ["yes", "no"][: 1 + i % 2],
+             "metric": "binary_acc", "meta": json.dumps({"i": i})} for i in range(7)]
+    folder = write_built(tmp_path / "built", {"vhsingle_8k": rows})
+    streamed = datasets.load_dataset(str(folder), "vhsingle_8k", split="test", streaming=True).decode(False)
+    want = [{k: v for k, v in row.items() if k in EXAMPLE_COLUMNS} for row in streamed]
+    got = load_examples(folder, "vhsingle_8k")
+    assert got == want and [r["id"] for r in got] == [f"x{i}" for i in range(7)] and "images" not in got[0]
