@@ -38,6 +38,7 @@ def register(subparsers) -> None:
     p.add_argument("--trust-remote-code", action="store_true",
                    help="hf, vllm: run the Python code a model repository ships (custom architectures). "
                         "Off by default: only pass it for a model whose code you trust")
+    add_profile_arguments(p)
     pipe = p.add_argument_group("pipeline", "Read, decode and preprocess the next batches in background "
                                 "threads while the model generates; the summary line says where time went. "
                                 "With --ray each replica prepares one batch while it generates another.")
@@ -64,6 +65,41 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+def add_profile_arguments(p) -> None:
+    """MMLongBench's own per-family and per-dataset settings (its eval.py, vlm_model/, configs/)."""
+    from mmlbdata.runner.profiles import PROFILES
+
+    g = p.add_argument_group("MMLongBench profiles", "Feed a model what MMLongBench's eval.py feeds it: the "
+                             "family's wrapper (vlm_model/*.py @22b9f27) picked from the model name as its "
+                             "load_LLM picks it, and each dataset's settings from its configs/*.yaml "
+                             "(docs/runner.md: what each profile reproduces).")
+    g.add_argument("--model-profile", default="auto", choices=["auto", "generic", *sorted(PROFILES)],
+                   help="hf: the family profile (auto: from the model name; generic: the chat template, batched; "
+                        "--profile FILE is the timing profile)")
+    g.add_argument("--settings", default="official", choices=["official", "generic"],
+                   help="official: each MMLongBench config's generation_max_length and max_image_num from its "
+                        "configs/*.yaml; generic: per-metric budgets (128, 384 for summaries)")
+    g.add_argument("--use-yarn", action="store_true",
+                   help="Qwen2.5-VL: YaRN rope scaling (factor 4 from 32K), as the paper's 64K/128K runs")
+    g.add_argument("--image-resize", type=float, default=None, metavar="F",
+                   help="scale each image's sides by F before the processor (Idefics: as --image_resize)")
+    g.add_argument("--do-image-splitting", choices=["true", "false"], default=None,
+                   help="Idefics: the processor's image splitting (default: the model's own)")
+    g.add_argument("--stop-newline", action="store_true", help="also stop at newline tokens")
+    g.add_argument("--do-sample", action="store_true", help="sample instead of greedy decoding")
+    g.add_argument("--temperature", type=float, default=1.0, help="with --do-sample")
+    g.add_argument("--top-p", type=float, default=1.0, help="with --do-sample")
+
+
+def profile_options(args):
+    from mmlbdata.runner.profiles import ProfileOptions
+
+    splitting = None if args.do_image_splitting is None else args.do_image_splitting == "true"
+    return ProfileOptions(use_yarn=args.use_yarn, image_resize=args.image_resize, do_image_splitting=splitting,
+                          stop_newline=args.stop_newline, do_sample=args.do_sample, temperature=args.temperature,
+                          top_p=args.top_p)
+
+
 def backend_options(args):
     from mmlbdata.runner.backends import BackendOptions
 
@@ -71,7 +107,8 @@ def backend_options(args):
                           max_images=args.max_images, max_model_len=args.max_model_len,
                           tensor_parallel_size=args.tensor_parallel_size, base_url=args.base_url,
                           api_key_env=args.api_key_env, concurrency=args.concurrency,
-                          trust_remote_code=args.trust_remote_code)
+                          trust_remote_code=args.trust_remote_code, profile=args.model_profile,
+                          profile_options=profile_options(args))
 
 
 def pipeline_options(args):
@@ -94,7 +131,10 @@ def run(args) -> int:
     logging.getLogger("mmlbdata.runner").setLevel(logging.INFO)
     if args.ray is not None:  # the replicas load the model, never this process
         return run_ray(args)
+    from mmlbdata.runner.backends import describe_profile
+
     try:
+        print(f"mmlb run: {describe_profile(backend_options(args))}", file=sys.stderr)
         backend = make_backend(args)
     except (ImportError, RuntimeError, ValueError) as exc:
         print(f"mmlb run: {exc}", file=sys.stderr)
@@ -102,7 +142,7 @@ def run(args) -> int:
     batch = args.batch_size if args.backend != "openai" else max(args.batch_size, args.concurrency)
     stats = run_configs(backend, args.data, args.config, args.out, batch_size=batch, max_images=args.max_images,
                         max_new_tokens=args.max_new_tokens, prefill=not args.no_prefill, limit=args.limit,
-                        as_text=args.text_context, pipeline=pipeline_options(args))
+                        as_text=args.text_context, pipeline=pipeline_options(args), settings=args.settings)
     print(stats.line())
     return 0 if stats.errors == 0 else 1
 
