@@ -142,9 +142,7 @@ class HFBackend:
     def _generate_one(self, request: Request, inputs) -> Generation:
         import torch
 
-        inputs = inputs.to(self.device)
-        if "pixel_values" in inputs and inputs["pixel_values"].is_floating_point():
-            inputs["pixel_values"] = inputs["pixel_values"].to(self.model.dtype)
+        inputs = inputs.to(self.device)  # pixel values as the processor made them (the model casts them)
         prompt_len = inputs["input_ids"].shape[1]
         with torch.inference_mode():
             out = self.model.generate(**inputs, **self.generation_kwargs(request))

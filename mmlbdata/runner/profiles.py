@@ -134,8 +134,8 @@ class Profile:
         eos = generation_config.eos_token_id
         ids = list(eos) if isinstance(eos, (list, tuple)) else [eos]
         if self.options.stop_newline:
-            ids = sorted(set(ids) | {tokenizer.convert_tokens_to_ids(t) for t in NEWLINE_TOKENS})
-            ids = [i for i in ids if i is not None and i != tokenizer.unk_token_id]
+            newline = {tokenizer.convert_tokens_to_ids(t) for t in NEWLINE_TOKENS}
+            ids = sorted(i for i in set(ids) | newline if i is not None and i != tokenizer.unk_token_id)
         return ids
 
     def generate_kwargs(self, max_new_tokens: int, stop_ids: list[int], pad_token_id: int) -> dict:

@@ -1,0 +1,259 @@
+"""The runner's model profiles held against MMLongBench's own wrappers (vlm_model/*.py @22b9f27),
+run unchanged from the fetched repository (tests/mmlb_official.py).
+
+For each profile, a tiny random model of the real architecture (runner/tiny_families.py) is loaded
+twice: by the official ``load_LLM`` (its ``arguments.py`` parsing ``configs/<task>_all.yaml``, as
+``eval.py`` runs it) and by ``HFBackend`` with the profile. The official ``data.py`` loads the
+release fixture of tests/test_mmlb_release.py (every MMLongBench family, at 8K and 32K) and the
+wrapper's ``prepare_inputs`` makes its tensors; our side reads the same release file with our
+reader and makes its request as ``mmlb run`` does. Every tensor must be equal (max abs diff 0),
+and so must the arguments each ``generate`` hands ``model.generate``.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import set_seed
+
+import mmlb_official
+import no_torchvision
+from mmlbdata.core.report import BuildReport
+from mmlbdata.dataset.registry import all_configs
+from mmlbdata.official.mmlb_run_settings import CONFIG_FILES, INPUT_MAX_LENGTHS, settings_for
+from mmlbdata.runner.backends import BackendOptions, describe_profile
+from mmlbdata.runner.core import Request, config_budgets
+from mmlbdata.runner.chat import answer_prefix_for, to_content
+from mmlbdata.runner.hf import HFBackend
+from mmlbdata.runner.profiles import ProfileOptions, make_profile, profile_name_for, resolve_profile
+from mmlbdata.runner.tiny_families import build_tiny
+from mmlbdata.sources import mmlb_release
+from test_mmlb_release import write_release
+
+#: (yaml, dataset as the yaml names it, our config key): one dataset of each family the fixture has
+CASES = [("vrag_all.yaml", "infoseek", "infoseek"), ("vh_all.yaml", "vh_single", "vh_single"),
+         ("vh_all.yaml", "vh_multi", "vh_multi"),
+         ("mm_niah_text_all.yaml", "mm_niah_retrieval-text", "mm_niah_retrieval_text"),
+         ("mm_niah_image_all.yaml", "mm_niah_counting-image", "mm_niah_counting_image"),
+         ("mm_niah_image_all.yaml", "mm_niah_reasoning-image", "mm_niah_reasoning_image"),
+         ("icl_all.yaml", "cars196", "cars196"), ("summ_all.yaml", "gov-report", "gov_report"),
+         ("summ_all.yaml", "multi-lexsum", "multi_lexsum"), ("docqa_all.yaml", "mmlongdoc", "mmlongdoc")]
+LENGTHS = (8, 32)
+
+
+@pytest.fixture(scope="module")
+def official(tmp_path_factory):
+    no_torchvision.install()
+    root = mmlb_official.checkout(tmp_path_factory.mktemp("mmlb_official"))
+    saved = {k: os.environ.get(k) for k in ("LLM_JUDGE_KEY", "LLM_JUDGE_ENDPOINT", "HF_DATASETS_CACHE")}
+    os.environ["LLM_JUDGE_KEY"] = "unused-placeholder"  # data.py builds its judge client; nothing calls it
+    os.environ["LLM_JUDGE_ENDPOINT"] = "http://127.0.0.1:9"
+    os.environ["HF_DATASETS_CACHE"] = str(tmp_path_factory.mktemp("hf_datasets"))
+    yield root
+    for key, value in saved.items():
+        os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory, real_data):
+    root = tmp_path_factory.mktemp("release")
+    for k in LENGTHS:
+        write_release(root, real_data, k)
+    return root
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    return tmp_path_factory.mktemp("tiny")
+
+
+def _official_model(root: Path, release: Path, model_dir: Path, extra: list[str]):
+    """load_LLM as eval.py calls it (flash attention and torch.compile off: CPU)."""
+    import vlm_model
+
+    args = mmlb_official.parse_arguments(root, [
+        "--config", "configs/vh_all.yaml", "--model_name_or_path", str(model_dir),
+        "--test_file_root", str(release / "mmlb_data"), "--image_file_root", str(release / "mmlb_image"),
+        "--attn_implementation", "sdpa", "--no_torch_compile", "--preprocessing_num_workers", "1", *extra])
+    return vlm_model.load_LLM(args)
+
+
+def _official_item(root: Path, release: Path, model, yaml: str, dataset: str, k: int):
+    """(test item, data) of the dataset's K-length file as eval.py's loop reads them."""
+    import data as official_data
+
+    args = mmlb_official.parse_arguments(root, [
+        "--config", f"configs/{yaml}", "--model_name_or_path", "unused", "--test_file_root",
+        str(release / "mmlb_data"), "--image_file_root", str(release / "mmlb_image"),
+        "--preprocessing_num_workers", "1"])
+    rows = zip(args.datasets.split(","), args.test_files.split(","), args.input_max_length.split(","),
+               args.generation_max_length.split(","))
+    name, test_file, max_length, gen_length = next(r for r in rows if r[0] == dataset and int(r[2]) == k * 1024)
+    args.datasets, args.test_files = name, test_file
+    args.input_max_length, args.generation_max_length = int(max_length), int(gen_length)
+    model.max_length, model.generation_max_length = int(max_length), int(gen_length)
+    set_seed(args.seed)  # eval.py run_test, before load_data
+    loaded = official_data.load_data(args, name, test_file)
+    return loaded, args
+
+
+def _our_request(release: Path, key: str, k: int, item: dict, loaded: dict, settings: str = "official") -> Request:
+    """The request ``mmlb run`` makes of our reader's row of the official ``item``. ICL: the
+    exemplars the official loader draws depend on how ``datasets.map`` runs it (worker
+    processes), which the release reader's own tests cover; the row here is the item itself."""
+    spec = mmlb_release.RELEASE_FILES[key]
+    prompt = loaded["user_template"].format(**item)
+    if spec.kind == "icl":
+        row = mmlb_release.ReleaseRow(item.get("id"), prompt, [str(Path(p).relative_to(release / "mmlb_image"))
+                                                               for p in item["image_list"]], "", [])
+    else:
+        path = release / "mmlb_data" / spec.path(k * 1024)
+        rows = mmlb_release.read_release_file(path, spec.kind, BuildReport(), paper=spec.paper_samples)
+        row = next(r for _, r in rows if r.prompt == prompt)
+    config = f"{key}_{k}k"
+    images = [{"bytes": (release / "mmlb_image" / p).read_bytes(), "path": None} for p in row.images]
+    max_images, max_new = config_budgets(config, None, None, settings)
+    content, _ = to_content(row.prompt, len(images), max_images)
+    metric = all_configs()[config].config.metric
+    return Request(str(row.official_id), config, metric, content, images, answer_prefix_for(metric), max_new or 0)
+
+
+class Recorder:
+    """Stands in for ``model.generate``: records its arguments, returns one new token."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, **kwargs):
+        self.calls.append(kwargs)
+        ids = kwargs["input_ids"]
+        return {"sequences": torch.cat([ids, torch.ones_like(ids[:, :1])], dim=1)}
+
+
+def _assert_same_tensors(ours, theirs, where: str) -> None:
+    assert sorted(ours.keys()) == sorted(theirs.keys()), where
+    for key in theirs.keys():
+        a, b = ours[key], theirs[key]
+        assert a.shape == b.shape and a.dtype == b.dtype, (where, key, a.shape, b.shape)
+        assert (a.float() - b.float()).abs().max().item() == 0 if a.numel() else True, (where, key)
+
+
+def _split_call(call: dict) -> tuple[dict, dict]:
+    tensors = {k: v for k, v in call.items() if isinstance(v, torch.Tensor)}
+    return tensors, {k: v for k, v in call.items() if k not in tensors}
+
+
+def _check_profile(profile_name: str, official, release, models, extra: list[str] | None = None,
+                   options: ProfileOptions | None = None) -> None:
+    model_dir = build_tiny(profile_name, models)
+    theirs = _official_model(official, release, model_dir, extra or [])
+    ours = HFBackend(str(model_dir), device="cpu", dtype="bfloat16",
+                     profile=make_profile(profile_name_for(str(model_dir)), str(model_dir), options))
+    assert ours.profile.name == profile_name
+    theirs.model.generate, ours.model.generate = Recorder(), Recorder()
+    checked = 0
+    for yaml, dataset, key in CASES:
+        for k in LENGTHS:
+            loaded, _args = _official_item(official, release, theirs, yaml, dataset, k)
+            for item in loaded["data"]:
+                where = f"{profile_name} {dataset} {k}K {item.get('id')}"
+                expected = theirs.prepare_inputs(item, loaded)
+                request = _our_request(release, key, k, item, loaded)
+                assert request.prefix == loaded["system_template"], where
+                prepared = ours.prepare([request])
+                _assert_same_tensors(prepared.inputs[0], expected, where)
+                theirs.generate(inputs=expected)
+                ours.generate(prepared)
+                (t_in, t_args), (o_in, o_args) = (_split_call(theirs.model.generate.calls[-1]),
+                                                  _split_call(ours.model.generate.calls[-1]))
+                _assert_same_tensors(o_in, t_in, where + " generate")
+                if options and options.stop_newline:  # the wrapper's list(set(...)): order is no setting
+                    t_args["eos_token_id"], o_args["eos_token_id"] = (sorted(t_args["eos_token_id"]),
+                                                                      sorted(o_args["eos_token_id"]))
+                assert o_args == t_args, where
+                checked += 1
+    assert checked >= 2 * len(CASES)
+
+
+def test_qwen2_vl_profile_equals_the_official_wrapper(official, release, models):
+    _check_profile("qwen2_vl", official, release, models)
+
+
+def test_qwen2_5_vl_profile_equals_the_official_wrapper(official, release, models):
+    _check_profile("qwen2_5_vl", official, release, models, extra=["--stop_newline", "True"],
+                   options=ProfileOptions(stop_newline=True))
+
+
+def test_gemma3_profile_equals_the_official_wrapper(official, release, models):
+    _check_profile("gemma3", official, release, models)
+
+
+def test_idefics3_profile_equals_the_official_wrapper(official, release, models):
+    _check_profile("idefics", official, release, models, extra=["--image_resize", "0.5"],
+                   options=ProfileOptions(image_resize=0.5))
+
+
+def test_yarn_config_is_the_official_wrappers(official, models):
+    """--use-yarn: the official wrapper sets max_position_embeddings and rope_scaling on the
+    config object it loads; transformers 4.49 (its pin) read them there, transformers 5 reads the
+    text model's from ``text_config``. The YaRN values and 32,768 positions must be the wrapper's,
+    where this transformers reads them, and the loaded text model must scale with YaRN."""
+    import vlm_model
+
+    model_dir = build_tiny("qwen2_5_vl", models)
+    args = mmlb_official.parse_arguments(official, ["--config", "configs/vh_all.yaml", "--model_name_or_path",
+                                                    str(model_dir), "--attn_implementation", "sdpa",
+                                                    "--no_torch_compile", "--use_yarn"])
+    theirs = vlm_model.load_LLM(args).model.config
+    ours = HFBackend(str(model_dir), device="cpu", profile=make_profile(
+        "qwen2_5_vl", str(model_dir), ProfileOptions(use_yarn=True))).model
+    set_by_wrapper = dict(theirs.rope_parameters)  # where the wrapper's assignment lands under transformers 5
+    rope = ours.config.text_config.rope_parameters
+    for name in ("factor", "original_max_position_embeddings", "mrope_section"):
+        assert rope[name] == set_by_wrapper[name], name
+    assert rope["rope_type"] == set_by_wrapper["type"] == "yarn"
+    assert ours.config.text_config.max_position_embeddings == theirs.max_position_embeddings == 32768
+    assert rope["rope_theta"] == theirs.text_config.rope_parameters["rope_theta"]
+    rotary = ours.model.language_model.rotary_emb
+    assert rotary.rope_type == "yarn" and rotary.attention_scaling > 1
+    assert theirs.to_dict()["text_config"]["rope_parameters"]["rope_type"] == "default"  # why we set text_config
+
+
+def test_settings_table_equals_the_official_yaml_files(official):
+    """mmlb_run_settings holds what configs/*.yaml say, for every dataset and length."""
+    import yaml
+
+    for file, (datasets, generation, samples) in CONFIG_FILES.items():
+        config = yaml.safe_load((official / "configs" / file).read_text())
+        names = config["datasets"].split(",")
+        lengths = [int(x) for x in str(config["input_max_length"]).split(",")]
+        gens = [int(x) for x in str(config["generation_max_length"]).split(",")]
+        assert sorted(set(names)) == sorted(datasets) and config["max_test_samples"] == samples, file
+        assert "max_image_num" not in config and "image_resize" not in config, file
+        for name, length, gen in zip(names, lengths, gens):
+            assert length in INPUT_MAX_LENGTHS and gen == generation, (file, name)
+            ours = settings_for(f"{name.replace('-', '_')}_{length // 1024}k")
+            assert (ours.dataset, ours.input_max_length, ours.generation_max_length, ours.max_test_samples,
+                    ours.max_image_num, ours.image_resize) == (name, length, gen, samples, None, None)
+    assert settings_for("vh_single_256k") is None and settings_for("readbench_mmlu_pro") is None
+
+
+@pytest.mark.parametrize("model, profile, says", [
+    ("Qwen/Qwen2.5-VL-7B-Instruct", "qwen2_5_vl", "qwen2_vl.py"),
+    ("Qwen/Qwen2-VL-72B-Instruct-AWQ", "qwen2_vl", "qwen2_vl.py"),
+    ("kosbu/QVQ-72B-Preview-AWQ", "qwen2_vl", "qwen2_vl.py"),
+    ("HuggingFaceM4/Idefics3-8B-Llama3", "idefics", "idefics.py"),
+    ("google/gemma-3-27b-it", "gemma3", "gemma3.py"),
+    ("OpenGVLab/InternVL3-8B", None, "internvl.py, which this runner does not reproduce"),
+    ("meta-llama/Llama-3.2-11B-Vision-Instruct", None, "mllama.py, which this runner does not reproduce"),
+    ("my/own-vlm", None, "no MMLongBench wrapper matches"),
+])
+def test_profile_is_picked_from_the_model_name_as_load_llm_picks_it(model, profile, says):
+    assert profile_name_for(model) == profile
+    line = describe_profile(BackendOptions("hf", model))
+    assert says in line and line.startswith("profile: ")
+    assert resolve_profile(model, "generic")[0] is None
+    assert resolve_profile("my/own-vlm", "gemma3")[0].name == "gemma3"
+    assert "generic" in describe_profile(BackendOptions("vllm", model))
