@@ -11,6 +11,7 @@ and so must the arguments each ``generate`` hands ``model.generate``.
 """
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -257,3 +258,79 @@ def test_profile_is_picked_from_the_model_name_as_load_llm_picks_it(model, profi
     assert resolve_profile(model, "generic")[0] is None
     assert resolve_profile("my/own-vlm", "gemma3")[0].name == "gemma3"
     assert "generic" in describe_profile(BackendOptions("vllm", model))
+
+
+def _run_cli(argv: list[str]) -> int:
+    import argparse
+
+    from mmlbdata.cli import run as run_cmd
+
+    parser = argparse.ArgumentParser(prog="mmlb")
+    run_cmd.register(parser.add_subparsers())
+    args = parser.parse_args(["run", *argv])
+    return args.func(args)
+
+
+@pytest.fixture(scope="module")
+def built_vh(tmp_path_factory, coco_mini):
+    from mmlbdata.runner.smoke import write_built
+
+    pics = [p.read_bytes() for p in sorted((coco_mini / "val2017").glob("*.jpg"))[:3]]
+    rows = [{"id": f"r{i}", "dataset": "vh_single", "length": 8192, "num_tokens": 0,
+             "prompt": "Images:\n" + "\n".join(["<image>"] * 3) + f"\n\nQuestion: is there a dog? ({i})",
+             "images": [{"bytes": b, "path": None} for b in pics], "question": "dog?", "answers": ["yes"],
+             "metric": "binary_acc", "meta": "{}"} for i in range(3)]
+    return write_built(tmp_path_factory.mktemp("built"), {"vh_single_8k": rows, "vh_single_512k": rows[:1]})
+
+
+def test_mmlb_run_says_which_profile_ran_and_uses_the_official_budgets(built_vh, models, tmp_path, capsys,
+                                                                      monkeypatch):
+    """The CLI path end to end with the tiny Gemma 3: the profile line, the per-dataset
+    generation_max_length (128 for vh_single_8k; 512K is in no yaml: the per-metric budget),
+    --max-new-tokens over both, and predictions written."""
+    from mmlbdata.runner import hf
+
+    seen = []
+    original = hf.HFBackend._generate_one
+
+    def spy(self, request, inputs):
+        seen.append((request.config, self.generation_kwargs(request)["max_new_tokens"]))
+        return original(self, request, inputs)
+
+    monkeypatch.setattr(hf.HFBackend, "_generate_one", spy)
+    model = build_tiny("gemma3", models)
+    out = tmp_path / "preds.jsonl"
+    assert _run_cli(["--model", str(model), "--device", "cpu", "--data", str(built_vh), "--config", "vh_single_8k",
+                     "--config", "vh_single_512k", "--out", str(out), "--limit", "2", "--workers", "0"]) == 0
+    captured = capsys.readouterr()
+    assert "profile: gemma3 (MMLongBench vlm_model/gemma3.py @22b9f27)" in captured.err
+    assert seen == [("vh_single_8k", 128), ("vh_single_8k", 128), ("vh_single_512k", 128)]
+    assert len(out.read_text().splitlines()) == 3 and "3 examples" in captured.out
+    seen.clear()
+    assert _run_cli(["--model", str(model), "--device", "cpu", "--data", str(built_vh), "--config", "vh_single_8k",
+                     "--out", str(tmp_path / "p2.jsonl"), "--limit", "1", "--max-new-tokens", "2",
+                     "--model-profile", "generic"]) == 0
+    assert seen == [] and "profile: generic (asked for with --model-profile generic)" in capsys.readouterr().err
+
+
+def test_the_summary_gives_the_gpu_peak_the_batches_recorded(built_vh, tmp_path, monkeypatch, caplog):
+    """On CUDA the per-config lines and the summary say the peak (it was n/a while the profile
+    file had it): recorded after every batch."""
+    import logging
+
+    from mmlbdata.runner import core
+    from mmlbdata.runner.core import Generation, PipelineOptions
+
+    class Echo:
+        def generate(self, requests):
+            return [Generation("Answer: yes", 1, 1) for _ in requests]
+
+    peaks = iter([2**30, 3 * 2**30, None, None])
+    monkeypatch.setattr(core, "gpu_peak_memory", lambda: next(peaks, None))
+    with caplog.at_level(logging.INFO, logger="mmlbdata.runner"):
+        stats = core.run(Echo(), built_vh, ["vh_single_8k"], tmp_path / "p.jsonl",
+                         pipeline=PipelineOptions(workers=0, profile=tmp_path / "prof.jsonl"), limit=2)
+    assert "GPU peak memory 3.00 GiB" in stats.line()
+    assert any("GPU peak memory 3.00 GiB" in r.getMessage() for r in caplog.records)
+    assert [json.loads(x)["gpu_peak_bytes"] for x in (tmp_path / "prof.jsonl").read_text().splitlines()] == \
+        [2**30, 3 * 2**30]

@@ -167,7 +167,7 @@ def run_ray(args) -> int:
         print("mmlb run: --backend openai needs --base-url", file=sys.stderr)
         return 2
     requests = RequestOptions(max_images=args.max_images, max_new_tokens=args.max_new_tokens,
-                              prefill=not args.no_prefill, as_text=args.text_context)
+                              prefill=not args.no_prefill, as_text=args.text_context, settings=args.settings)
     batch = args.batch_size if args.backend != "openai" else max(args.batch_size, args.concurrency)
     try:
         stats = run_on_ray(backend_options(args), args.data, args.config, args.out, address=args.ray or None,

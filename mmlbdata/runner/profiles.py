@@ -255,7 +255,7 @@ def resolve_profile(model_name: str, requested: str = "auto",
     """(profile or None, a line saying what runs): ``requested`` is a profile name, ``generic``
     or ``auto`` (picked from the model name)."""
     if requested == "generic":
-        return None, "generic (asked for with --profile generic)"
+        return None, "generic (asked for with --model-profile generic)"
     if requested != "auto":
         return make_profile(requested, model_name, options), ""
     name = profile_name_for(model_name)
