@@ -100,9 +100,10 @@ QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|
 
 
 def build_tiny_qwen_vl(out_dir: str | Path, version: str = "2.5", hidden: int = 64, layers: int = 2,
-                       seed: int = 0) -> Path:
+                       heads: int = 4, vision_depth: int = 2, seed: int = 0) -> Path:
     """Qwen2-VL (``version="2"``) or Qwen2.5-VL (``"2.5"``): the real image processor (patch 14,
-    merge 2, min/max pixels as released), mrope sections [16, 24, 24] scaled to the tiny head."""
+    merge 2, min/max pixels as released), mrope sections [16, 24, 24] scaled to the head
+    (``hidden / heads = 128``, as released, keeps them: what YaRN's sections assume)."""
     import torch
     from transformers import (
         Qwen2_5_VLConfig,
@@ -120,20 +121,21 @@ def build_tiny_qwen_vl(out_dir: str | Path, version: str = "2.5", hidden: int = 
     image_processor = Qwen2VLImageProcessor(min_pixels=56 * 56, max_pixels=28 * 28 * 1280, patch_size=14,
                                             merge_size=2, temporal_patch_size=2)
     processor = _QwenProcessorFiles(image_processor, tokenizer)
-    # head_dim 16: mrope sections summing to 8 (half the head), the real [16, 24, 24] shrunk
-    rope = {"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [2, 3, 3]}
+    half = hidden // heads // 2  # mrope sections split half the head 2:3:3, as [16, 24, 24] splits 64
+    rope = {"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [half // 4, 3 * half // 8, 3 * half // 8]}
     text = _text(len(tokenizer), hidden, layers, max_position_embeddings=128000, rope_parameters=rope,
                  bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"])
+    text["num_attention_heads"] = heads
     common = dict(image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
                   vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"])
     if version == "2.5":
-        vision = dict(depth=2, hidden_size=hidden, intermediate_size=2 * hidden, num_heads=4, out_hidden_size=hidden,
-                      patch_size=14, spatial_merge_size=2, temporal_patch_size=2, window_size=56,
-                      fullatt_block_indexes=[1])
+        vision = dict(depth=vision_depth, hidden_size=64, intermediate_size=128, num_heads=4, out_hidden_size=hidden,
+                      patch_size=14, spatial_merge_size=2, temporal_patch_size=2, window_size=112,
+                      fullatt_block_indexes=[vision_depth - 1])
         config, cls = Qwen2_5_VLConfig(text_config=text, vision_config=vision, **common), \
             Qwen2_5_VLForConditionalGeneration
     else:
-        vision = dict(depth=2, embed_dim=hidden, hidden_size=hidden, num_heads=4, mlp_ratio=2, patch_size=14,
+        vision = dict(depth=vision_depth, embed_dim=64, hidden_size=hidden, num_heads=4, mlp_ratio=2, patch_size=14,
                       spatial_merge_size=2, temporal_patch_size=2)
         config, cls = Qwen2VLConfig(text_config=text, vision_config=vision, **common), Qwen2VLForConditionalGeneration
     torch.manual_seed(seed)
