@@ -59,6 +59,17 @@ def checkout(dest: Path) -> Path:
     return dest
 
 
+def unload(dest: Path) -> None:
+    """Forget the checkout: off sys.path, and its modules (``data``, ``utils``, ``vlm_model`` ...)
+    out of sys.modules, so no later test imports them by those common names."""
+    if str(dest) in sys.path:
+        sys.path.remove(str(dest))
+    for name, module in list(sys.modules.items()):
+        where = getattr(module, "__file__", None) or ""
+        if where.startswith(str(dest)) or name.startswith("vlm_model"):
+            del sys.modules[name]
+
+
 def _stub_prefill_models() -> None:
     """``vlm_model.qwen2_with_prefill``: the transformers classes its subclasses extend."""
     import transformers

@@ -55,6 +55,7 @@ def official(tmp_path_factory):
     yield root
     for key, value in saved.items():
         os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
+    mmlb_official.unload(root)
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +101,8 @@ def _official_item(root: Path, release: Path, model, yaml: str, dataset: str, k:
     return loaded, args
 
 
-def _our_request(release: Path, key: str, k: int, item: dict, loaded: dict, settings: str = "official") -> Request:
+def _our_request(release: Path, key: str, k: int, item: dict, loaded: dict, max_images: int | None = None,
+                 settings: str = "official") -> Request:
     """The request ``mmlb run`` makes of our reader's row of the official ``item``. ICL: the
     exemplars the official loader draws depend on how ``datasets.map`` runs it (worker
     processes), which the release reader's own tests cover; the row here is the item itself."""
@@ -115,7 +117,7 @@ def _our_request(release: Path, key: str, k: int, item: dict, loaded: dict, sett
         row = next(r for _, r in rows if r.prompt == prompt)
     config = f"{key}_{k}k"
     images = [{"bytes": (release / "mmlb_image" / p).read_bytes(), "path": None} for p in row.images]
-    max_images, max_new = config_budgets(config, None, None, settings)
+    max_images, max_new = config_budgets(config, max_images, None, settings)
     content, _ = to_content(row.prompt, len(images), max_images)
     metric = all_configs()[config].config.metric
     return Request(str(row.official_id), config, metric, content, images, answer_prefix_for(metric), max_new or 0)
@@ -147,7 +149,7 @@ def _split_call(call: dict) -> tuple[dict, dict]:
 
 
 def _check_profile(profile_name: str, official, release, models, extra: list[str] | None = None,
-                   options: ProfileOptions | None = None) -> None:
+                   options: ProfileOptions | None = None, max_images: int | None = None) -> None:
     model_dir = build_tiny(profile_name, models)
     theirs = _official_model(official, release, model_dir, extra or [])
     ours = HFBackend(str(model_dir), device="cpu", dtype="bfloat16",
@@ -161,7 +163,7 @@ def _check_profile(profile_name: str, official, release, models, extra: list[str
             for item in loaded["data"]:
                 where = f"{profile_name} {dataset} {k}K {item.get('id')}"
                 expected = theirs.prepare_inputs(item, loaded)
-                request = _our_request(release, key, k, item, loaded)
+                request = _our_request(release, key, k, item, loaded, max_images)
                 assert request.prefix == loaded["system_template"], where
                 prepared = ours.prepare([request])
                 _assert_same_tensors(prepared.inputs[0], expected, where)
@@ -188,7 +190,8 @@ def test_qwen2_5_vl_profile_equals_the_official_wrapper(official, release, model
 
 
 def test_gemma3_profile_equals_the_official_wrapper(official, release, models):
-    _check_profile("gemma3", official, release, models)
+    """With --max_image_num 2 (gemma3.py's truncate_images) as --max-images 2."""
+    _check_profile("gemma3", official, release, models, extra=["--max_image_num", "2"], max_images=2)
 
 
 def test_idefics3_profile_equals_the_official_wrapper(official, release, models):
