@@ -27,7 +27,8 @@ import pytest
 COMMIT = "22b9f27d311b60b37a94607b7dde92becc6fc2bb"
 DEFAULT_REPO = "/work/.mirror/EdinburghNLP+MMLongBench/repo"
 FILES = ("arguments.py", "data.py", "utils.py", "utils_prompt.py", "vlm_model/__init__.py",
-         "vlm_model/model_utils.py", "vlm_model/qwen2_vl.py", "vlm_model/gemma3.py", "vlm_model/idefics.py")
+         "vlm_model/model_utils.py", "vlm_model/qwen2_vl.py", "vlm_model/gemma3.py", "vlm_model/idefics.py",
+         "vlm_model/llava_onevision.py")
 CONFIGS = ("vrag_all.yaml", "vh_all.yaml", "mm_niah_text_all.yaml", "mm_niah_image_all.yaml", "icl_all.yaml",
            "summ_all.yaml", "docqa_all.yaml", "text_docqa_all.yaml", "text_rag_all.yaml")
 

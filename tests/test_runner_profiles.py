@@ -199,6 +199,12 @@ def test_idefics3_profile_equals_the_official_wrapper(official, release, models)
                    options=ProfileOptions(image_resize=0.5))
 
 
+def test_llava_onevision_profile_equals_the_official_wrapper(official, release, models):
+    """With --image_resize 0.5: one crop per image (int(4 x 0.25)), inputs in bf16 as the wrapper casts them."""
+    _check_profile("llava_onevision", official, release, models, extra=["--image_resize", "0.5"],
+                   options=ProfileOptions(image_resize=0.5))
+
+
 def test_yarn_config_is_the_official_wrappers(official, models):
     """--use-yarn: the official wrapper sets max_position_embeddings and rope_scaling on the
     config object it loads; transformers 4.49 (its pin) read them there, transformers 5 reads the
@@ -250,6 +256,7 @@ def test_settings_table_equals_the_official_yaml_files(official):
     ("kosbu/QVQ-72B-Preview-AWQ", "qwen2_vl", "qwen2_vl.py"),
     ("HuggingFaceM4/Idefics3-8B-Llama3", "idefics", "idefics.py"),
     ("google/gemma-3-27b-it", "gemma3", "gemma3.py"),
+    ("llava-hf/llava-onevision-qwen2-7b-ov-hf", "llava_onevision", "llava_onevision.py"),
     ("OpenGVLab/InternVL3-8B", None, "internvl.py, which this runner does not reproduce"),
     ("meta-llama/Llama-3.2-11B-Vision-Instruct", None, "mllama.py, which this runner does not reproduce"),
     ("my/own-vlm", None, "no MMLongBench wrapper matches"),

@@ -82,7 +82,8 @@ def add_profile_arguments(p) -> None:
     g.add_argument("--use-yarn", action="store_true",
                    help="Qwen2.5-VL: YaRN rope scaling (factor 4 from 32K), as the paper's 64K/128K runs")
     g.add_argument("--image-resize", type=float, default=None, metavar="F",
-                   help="scale each image's sides by F before the processor (Idefics: as --image_resize)")
+                   help="Idefics: scale each image's sides by F; LLaVA-OneVision: at most 4*F^2 crops "
+                        "(MMLongBench's --image_resize)")
     g.add_argument("--do-image-splitting", choices=["true", "false"], default=None,
                    help="Idefics: the processor's image splitting (default: the model's own)")
     g.add_argument("--stop-newline", action="store_true", help="also stop at newline tokens")

@@ -75,6 +75,8 @@ class HFBackend:
             kwargs["config"] = config
         self.model = AutoModelForImageTextToText.from_pretrained(model, **kwargs).to(self.device).eval()
         self.stop_ids = profile.stop_token_ids(self.model.generation_config, tokenizer) if profile else None
+        if profile:
+            profile.dtype = self.model.dtype
         log.info("loaded %s on %s (%s)", model, self.device, torch_dtype)
 
     def _processor(self):

@@ -43,7 +43,7 @@ SELECTION = (
     (("internvl",), None),
     (("pixtral",), None),
     (("nvila",), None),
-    (("llava-onevision",), None),
+    (("llava-onevision",), "llava_onevision"),
     (("gemma-3",), "gemma3"),
     (("minicpm",), None),
     (("ovis2",), None),
@@ -79,6 +79,8 @@ class Profile:
     assistant_as_list: bool = True
     #: the image content item: {"type": "image"} plus, when set, the image under this key
     image_key: Optional[str] = None
+    #: the loaded model's dtype (HFBackend sets it; LLaVA-OneVision casts its inputs to it)
+    dtype: object = None
 
     # -- loading ---------------------------------------------------------------------------
     def processor_kwargs(self) -> dict:
@@ -220,8 +222,29 @@ class Gemma3Profile(Profile):
                                              return_dict=True, return_tensors="pt")
 
 
+@dataclass
+class LlavaOnevisionProfile(Profile):
+    """llava_onevision.py: at most 4 crops of 384 px per image (4 x image_resize^2 with
+    ``--image-resize``), images converted to RGB as opened, inputs cast to the model's dtype."""
+
+    def prepare_processor(self, processor) -> None:
+        super().prepare_processor(processor)
+        resize = self.options.image_resize
+        crops = max(int(4 * resize * resize), 1) if resize is not None else 4
+        grid = processor.image_processor.image_grid_pinpoints
+        processor.image_processor.image_grid_pinpoints = [[w, h] for w, h in grid if (w // 384) * (h // 384) <= crops]
+
+    def inputs(self, processor, content: list[dict], images: list, prefix: str):
+        text = processor.apply_chat_template(self.messages(content, images, prefix), tokenize=False,
+                                             continue_final_message=True)
+        pictures = [img.convert("RGB") for img in self.open_images(images)]
+        inputs = processor(text=text, images=pictures, padding=True, return_tensors="pt")
+        return inputs.to(self.dtype) if self.dtype is not None else inputs
+
+
 PROFILES = {"qwen2_vl": (QwenVLProfile, "qwen2_vl.py"), "qwen2_5_vl": (QwenVLProfile, "qwen2_vl.py"),
-            "idefics": (IdeficsProfile, "idefics.py"), "gemma3": (Gemma3Profile, "gemma3.py")}
+            "idefics": (IdeficsProfile, "idefics.py"), "gemma3": (Gemma3Profile, "gemma3.py"),
+            "llava_onevision": (LlavaOnevisionProfile, "llava_onevision.py")}
 
 
 def official_family(model_name: str) -> Optional[str]:

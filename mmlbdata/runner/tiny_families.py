@@ -1,5 +1,5 @@
 """Tiny randomly initialised models of the real architectures the runner's profiles serve
-(Qwen2-VL, Qwen2.5-VL, Gemma 3, Idefics3), built offline from transformers configs.
+(Qwen2-VL, Qwen2.5-VL, Gemma 3, Idefics3, LLaVA-OneVision), built offline from transformers configs.
 
 Each has a synthetic byte-level BPE tokenizer that carries the family's real special tokens
 (``<|im_start|>``, ``<|image_pad|>``, ``<start_of_image>``, ``<fake_token_around_image>``,
@@ -219,12 +219,52 @@ def build_tiny_idefics3(out_dir: str | Path, hidden: int = 64, layers: int = 2, 
                  pad=ids["<|finetune_right_pad_id|>"], bos=ids["<|begin_of_text|>"])
 
 
+_LLAVA_OV_TEMPLATE = _QWEN_TEMPLATE.replace("<|vision_start|><|image_pad|><|vision_end|>", "<image>\n")
+
+
+def build_tiny_llava_onevision(out_dir: str | Path, hidden: int = 64, layers: int = 2, seed: int = 0) -> Path:
+    """LLaVA-OneVision (Qwen2 text, SigLIP at 384 px, anyres up to 6x6 crops as released):
+    729 image tokens per crop, the released grid pinpoints and normalisation."""
+    import json
+
+    import torch
+    from transformers import LlavaOnevisionConfig, LlavaOnevisionForConditionalGeneration, LlavaOnevisionImageProcessor
+
+    specials = QWEN_SPECIALS + ["<image>", "<video>"]
+    tokenizer = _tokenizer(specials, eos_token="<|im_end|>", pad_token="<|endoftext|>", padding_side="left",
+                           extra_special_tokens={"image_token": "<image>", "video_token": "<video>"})
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in specials}
+    config = LlavaOnevisionConfig(
+        text_config=dict(model_type="qwen2", **_text(len(tokenizer), hidden, layers, max_position_embeddings=32768,
+                                                      bos_token_id=ids["<|endoftext|>"],
+                                                      eos_token_id=ids["<|im_end|>"])),
+        vision_config=dict(model_type="siglip_vision_model", hidden_size=hidden, intermediate_size=2 * hidden,
+                           num_hidden_layers=1, num_attention_heads=4, image_size=384, patch_size=14),
+        image_token_index=ids["<image>"], video_token_index=ids["<video>"])
+    torch.manual_seed(seed)
+    model = LlavaOnevisionForConditionalGeneration(config).eval()
+
+    class Files:  # the processor's files: building it needs a video processor (torchvision)
+        def save_pretrained(self, out: Path) -> None:
+            tokenizer.save_pretrained(out)
+            LlavaOnevisionImageProcessor().save_pretrained(out)
+            (Path(out) / "chat_template.jinja").write_text(_LLAVA_OV_TEMPLATE, encoding="utf-8")
+            (Path(out) / "processor_config.json").write_text(json.dumps({
+                "processor_class": "LlavaOnevisionProcessor", "num_image_tokens": 729,
+                "vision_feature_select_strategy": "full", "image_token": "<image>", "video_token": "<video>",
+                "vision_aspect_ratio": "anyres_max_9"}))
+
+    return _save(Path(out_dir), model, Files(), eos=[ids["<|im_end|>"], ids["<|endoftext|>"]],
+                 pad=ids["<|endoftext|>"], bos=ids["<|endoftext|>"])
+
+
 #: profile name -> (builder, folder name MMLongBench's load_LLM recognises)
 TINY_BUILDERS = {
     "qwen2_vl": (lambda out, **kw: build_tiny_qwen_vl(out, version="2", **kw), "Qwen2-VL-tiny"),
     "qwen2_5_vl": (lambda out, **kw: build_tiny_qwen_vl(out, version="2.5", **kw), "Qwen2.5-VL-tiny"),
     "gemma3": (build_tiny_gemma3, "gemma-3-tiny"),
     "idefics": (build_tiny_idefics3, "Idefics3-tiny"),
+    "llava_onevision": (build_tiny_llava_onevision, "llava-onevision-tiny"),
 }
 
 
