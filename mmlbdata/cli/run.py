@@ -126,16 +126,15 @@ def make_backend(args):
 
 
 def run(args) -> int:
+    from mmlbdata.runner.backends import describe_profile
     from mmlbdata.runner.core import run as run_configs
 
     # per-config throughput lines even when the CLI logs warnings only
     logging.getLogger("mmlbdata.runner").setLevel(logging.INFO)
+    print(f"mmlb run: {describe_profile(backend_options(args))}", file=sys.stderr)  # which inputs the model gets
     if args.ray is not None:  # the replicas load the model, never this process
         return run_ray(args)
-    from mmlbdata.runner.backends import describe_profile
-
     try:
-        print(f"mmlb run: {describe_profile(backend_options(args))}", file=sys.stderr)
         backend = make_backend(args)
     except (ImportError, RuntimeError, ValueError) as exc:
         print(f"mmlb run: {exc}", file=sys.stderr)
