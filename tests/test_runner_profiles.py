@@ -294,7 +294,7 @@ def built_vh(tmp_path_factory, coco_mini):
 
 
 def test_mmlb_run_says_which_profile_ran_and_uses_the_official_budgets(built_vh, models, tmp_path, capsys,
-                                                                      monkeypatch):
+                                                                      monkeypatch, caplog):
     """The CLI path end to end with the tiny Gemma 3: the profile line, the per-dataset
     generation_max_length (128 for vh_single_8k; 512K is in no yaml: the per-metric budget),
     --max-new-tokens over both, and predictions written."""
@@ -310,11 +310,14 @@ def test_mmlb_run_says_which_profile_ran_and_uses_the_official_budgets(built_vh,
     monkeypatch.setattr(hf.HFBackend, "_generate_one", spy)
     model = build_tiny("gemma3", models)
     out = tmp_path / "preds.jsonl"
+    caplog.set_level("INFO", logger="mmlbdata.runner")
     assert _run_cli(["--model", str(model), "--device", "cpu", "--data", str(built_vh), "--config", "vh_single_8k",
                      "--config", "vh_single_512k", "--out", str(out), "--limit", "2", "--workers", "0"]) == 0
     captured = capsys.readouterr()
     assert "profile: gemma3 (MMLongBench vlm_model/gemma3.py @22b9f27)" in captured.err
     assert seen == [("vh_single_8k", 128), ("vh_single_8k", 128), ("vh_single_512k", 128)]
+    assert "vh_single_8k: MMLongBench's configs/vh_all.yaml: generation_max_length 128 (running with 128)" in \
+        caplog.text and "vh_single_512k: MMLongBench" not in caplog.text
     assert len(out.read_text().splitlines()) == 3 and "3 examples" in captured.out
     seen.clear()
     assert _run_cli(["--model", str(model), "--device", "cpu", "--data", str(built_vh), "--config", "vh_single_8k",

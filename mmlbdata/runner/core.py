@@ -187,6 +187,11 @@ def run(backend: Backend, data_dir: str | Path, configs: Sequence[str], out: str
         """The config's pending requests, each with the seconds spent reading it."""
         count, rows = 0, iter_examples(data_dir, config)
         images, new_tokens = config_budgets(config, max_images, max_new_tokens, settings)
+        official = settings_for(config) if settings == "official" else None
+        if official is not None:
+            log.info("%s: MMLongBench's configs/%s: generation_max_length %d (running with %d), input_max_length "
+                     "%d (the official wrappers do not truncate to it)", config, official.config_file,
+                     official.generation_max_length, new_tokens, official.input_max_length)
         while limit is None or count < limit:
             started = time.perf_counter()
             row = next(rows, None)
