@@ -33,14 +33,17 @@ from mmlbdata.runner.tiny_families import build_tiny
 from mmlbdata.sources import mmlb_release
 from test_mmlb_release import write_release
 
-#: (yaml, dataset as the yaml names it, our config key): one dataset of each family the fixture has
+#: (yaml, dataset as the yaml names it, our config key): every dataset the release fixture has, so
+#: every MMLongBench family (VRAG, NIAH, ICL, Summ, DocQA) and every loader of data.py
 CASES = [("vrag_all.yaml", "infoseek", "infoseek"), ("vh_all.yaml", "vh_single", "vh_single"),
          ("vh_all.yaml", "vh_multi", "vh_multi"),
-         ("mm_niah_text_all.yaml", "mm_niah_retrieval-text", "mm_niah_retrieval_text"),
-         ("mm_niah_image_all.yaml", "mm_niah_counting-image", "mm_niah_counting_image"),
-         ("mm_niah_image_all.yaml", "mm_niah_reasoning-image", "mm_niah_reasoning_image"),
+         *[("mm_niah_text_all.yaml", f"mm_niah_{task}-text", f"mm_niah_{task}_text")
+           for task in ("retrieval", "counting", "reasoning")],
+         *[("mm_niah_image_all.yaml", f"mm_niah_{task}-image", f"mm_niah_{task}_image")
+           for task in ("retrieval", "counting", "reasoning")],
          ("icl_all.yaml", "cars196", "cars196"), ("summ_all.yaml", "gov-report", "gov_report"),
-         ("summ_all.yaml", "multi-lexsum", "multi_lexsum"), ("docqa_all.yaml", "mmlongdoc", "mmlongdoc")]
+         ("summ_all.yaml", "multi-lexsum", "multi_lexsum"),
+         *[("docqa_all.yaml", name, name) for name in ("longdocurl", "mmlongdoc", "slidevqa")]]
 LENGTHS = (8, 32)
 
 
@@ -55,6 +58,7 @@ def official(tmp_path_factory):
     yield root
     for key, value in saved.items():
         os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
+    _LOADED.clear()
     mmlb_official.unload(root)
 
 
@@ -82,8 +86,12 @@ def _official_model(root: Path, release: Path, model_dir: Path, extra: list[str]
     return vlm_model.load_LLM(args)
 
 
+_LOADED: dict = {}  # (yaml, dataset, k) -> what load_data returned: the same for every model
+
+
 def _official_item(root: Path, release: Path, model, yaml: str, dataset: str, k: int):
-    """(test item, data) of the dataset's K-length file as eval.py's loop reads them."""
+    """(test item, data) of the dataset's K-length file as eval.py's loop reads them; the data
+    is loaded once for all profiles (load_data does not see the model)."""
     import data as official_data
 
     args = mmlb_official.parse_arguments(root, [
@@ -96,9 +104,11 @@ def _official_item(root: Path, release: Path, model, yaml: str, dataset: str, k:
     args.datasets, args.test_files = name, test_file
     args.input_max_length, args.generation_max_length = int(max_length), int(gen_length)
     model.max_length, model.generation_max_length = int(max_length), int(gen_length)
-    set_seed(args.seed)  # eval.py run_test, before load_data
-    loaded = official_data.load_data(args, name, test_file)
-    return loaded, args
+    key = (str(root), yaml, dataset, k)
+    if key not in _LOADED:
+        set_seed(args.seed)  # eval.py run_test, before load_data
+        _LOADED[key] = official_data.load_data(args, name, test_file)
+    return _LOADED[key], args
 
 
 def _our_request(release: Path, key: str, k: int, item: dict, loaded: dict, max_images: int | None = None,
