@@ -269,6 +269,7 @@ def test_settings_table_equals_the_official_yaml_files(official):
     ("llava-hf/llava-onevision-qwen2-7b-ov-hf", "llava_onevision", "llava_onevision.py"),
     ("OpenGVLab/InternVL3-8B", None, "internvl.py, which this runner does not reproduce"),
     ("meta-llama/Llama-3.2-11B-Vision-Instruct", None, "mllama.py, which this runner does not reproduce"),
+    ("Qwen/Qwen2.5-7B-Instruct", None, "text_only_model.py"),
     ("my/own-vlm", None, "no MMLongBench wrapper matches"),
 ])
 def test_profile_is_picked_from_the_model_name_as_load_llm_picks_it(model, profile, says):

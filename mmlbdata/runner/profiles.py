@@ -47,13 +47,15 @@ SELECTION = (
     (("gemma-3",), "gemma3"),
     (("minicpm",), None),
     (("ovis2",), None),
+    (("qwen2.5",), None),  # a text-only Qwen2.5 LLM (text_only_model.py)
+    (("mplug-owl3",), None),
 )
 #: the official wrapper file each family name of SELECTION stands for
 WRAPPERS = {"qwen2-vl": "qwen2_vl.py", "qwen-vl": "qwen_vl.py", "llama-3.2": "mllama.py",
             "deepseek-vl2": "deepseek_vl2.py", "idefics": "idefics.py", "phi-4": "phi4.py", "phi-3": "phi3.py",
             "v2pe": "internv2pe.py", "internvl": "internvl.py", "pixtral": "pixtral.py", "nvila": "nvila.py",
             "llava-onevision": "llava_onevision.py", "gemma-3": "gemma3.py", "minicpm": "minicpm.py",
-            "ovis2": "ovis2.py"}
+            "ovis2": "ovis2.py", "qwen2.5": "text_only_model.py", "mplug-owl3": "mplug_owl3.py"}
 
 
 @dataclass(frozen=True)
