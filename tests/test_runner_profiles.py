@@ -358,3 +358,15 @@ def test_the_summary_gives_the_gpu_peak_the_batches_recorded(built_vh, tmp_path,
     assert any("GPU peak memory 3.00 GiB" in r.getMessage() for r in caplog.records)
     assert [json.loads(x)["gpu_peak_bytes"] for x in (tmp_path / "prof.jsonl").read_text().splitlines()] == \
         [2**30, 3 * 2**30]
+
+
+def test_selection_tests_the_names_load_llm_tests_in_its_order():
+    """profiles.SELECTION against vlm_model/__init__.py itself: the same substrings, same order."""
+    import re
+
+    from mmlbdata.runner.profiles import SELECTION
+
+    source = mmlb_official.show("vlm_model/__init__.py").decode()
+    tests = [line for line in source.splitlines() if re.match(r"\s*(if|elif) ", line)]  # not the comments
+    official = [needle for line in tests for needle in re.findall(r'"([^"]+)" in lower_model_name', line)]
+    assert [needle for needles, _ in SELECTION for needle in needles] == official
