@@ -205,8 +205,12 @@ def test_gemma3_profile_equals_the_official_wrapper(official, release, models):
 
 
 def test_idefics3_profile_equals_the_official_wrapper(official, release, models):
-    _check_profile("idefics", official, release, models, extra=["--image_resize", "0.5"],
-                   options=ProfileOptions(image_resize=0.5))
+    """With --image_resize 0.5, --do_image_splitting False and sampling (temperature, top-p)."""
+    _check_profile("idefics", official, release, models,
+                   extra=["--image_resize", "0.5", "--do_image_splitting", "False", "--do_sample", "True",
+                          "--temperature", "0.7", "--top_p", "0.9"],
+                   options=ProfileOptions(image_resize=0.5, do_image_splitting=False, do_sample=True,
+                                          temperature=0.7, top_p=0.9))
 
 
 def test_llava_onevision_profile_equals_the_official_wrapper(official, release, models):
