@@ -41,6 +41,7 @@ def register(subparsers) -> None:
     p.add_argument("--trust-remote-code", action="store_true",
                    help="hf, vllm: run the Python code a model repository ships (custom architectures). "
                         "Off by default: only pass it for a model whose code you trust")
+    add_profile_arguments(p)
     pipe = p.add_argument_group("pipeline", "Read, decode and preprocess the next batches in background "
                                 "threads while the model generates; the summary line says where time went. "
                                 "With --ray each replica prepares one batch while it generates another.")
@@ -67,6 +68,42 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+def add_profile_arguments(p) -> None:
+    """MMLongBench's own per-family and per-dataset settings (its eval.py, vlm_model/, configs/)."""
+    from mmlbdata.runner.profiles import PROFILES
+
+    g = p.add_argument_group("MMLongBench profiles", "Feed a model what MMLongBench's eval.py feeds it: the "
+                             "family's wrapper (vlm_model/*.py @22b9f27) picked from the model name as its "
+                             "load_LLM picks it, and each dataset's settings from its configs/*.yaml "
+                             "(docs/runner.md: what each profile reproduces).")
+    g.add_argument("--model-profile", default="auto", choices=["auto", "generic", *sorted(PROFILES)],
+                   help="hf: the family profile (auto: from the model name; generic: the chat template, batched; "
+                        "--profile FILE is the timing profile)")
+    g.add_argument("--settings", default="official", choices=["official", "generic"],
+                   help="official: each MMLongBench config's generation_max_length and max_image_num from its "
+                        "configs/*.yaml; generic: per-metric budgets (128, 384 for summaries)")
+    g.add_argument("--use-yarn", action="store_true",
+                   help="Qwen2.5-VL: YaRN rope scaling (factor 4 from 32K), as the paper's 64K/128K runs")
+    g.add_argument("--image-resize", type=float, default=None, metavar="F",
+                   help="Idefics: scale each image's sides by F; LLaVA-OneVision: at most 4*F^2 crops "
+                        "(MMLongBench's --image_resize)")
+    g.add_argument("--do-image-splitting", choices=["true", "false"], default=None,
+                   help="Idefics: the processor's image splitting (default: the model's own)")
+    g.add_argument("--stop-newline", action="store_true", help="also stop at newline tokens")
+    g.add_argument("--do-sample", action="store_true", help="sample instead of greedy decoding")
+    g.add_argument("--temperature", type=float, default=1.0, help="with --do-sample")
+    g.add_argument("--top-p", type=float, default=1.0, help="with --do-sample")
+
+
+def profile_options(args):
+    from mmlbdata.runner.profiles import ProfileOptions
+
+    splitting = None if args.do_image_splitting is None else args.do_image_splitting == "true"
+    return ProfileOptions(use_yarn=args.use_yarn, image_resize=args.image_resize, do_image_splitting=splitting,
+                          stop_newline=args.stop_newline, do_sample=args.do_sample, temperature=args.temperature,
+                          top_p=args.top_p)
+
+
 def backend_options(args):
     from mmlbdata.runner.backends import BackendOptions
 
@@ -74,7 +111,8 @@ def backend_options(args):
                           max_images=args.max_images, max_model_len=args.max_model_len,
                           tensor_parallel_size=args.tensor_parallel_size, base_url=args.base_url,
                           api_key_env=args.api_key_env, concurrency=args.concurrency,
-                          trust_remote_code=args.trust_remote_code)
+                          trust_remote_code=args.trust_remote_code, profile=args.model_profile,
+                          profile_options=profile_options(args))
 
 
 def pipeline_options(args):
@@ -91,6 +129,7 @@ def make_backend(args):
 
 
 def run(args) -> int:
+    from mmlbdata.runner.backends import describe_profile
     from mmlbdata.runner.core import run as run_configs
 
     # per-config throughput lines even when the CLI logs warnings only
@@ -99,6 +138,7 @@ def run(args) -> int:
     if problem:
         print(f"mmlb run: {problem}", file=sys.stderr)
         return 2
+    print(f"mmlb run: {describe_profile(backend_options(args))}", file=sys.stderr)  # which inputs the model gets
     if args.ray is not None:  # the replicas load the model, never this process
         return run_ray(args)
     try:
@@ -109,7 +149,8 @@ def run(args) -> int:
     batch = args.batch_size if args.backend != "openai" else max(args.batch_size, args.concurrency)
     stats = run_configs(backend, args.data, args.config, args.out, batch_size=batch, max_images=args.max_images,
                         max_new_tokens=args.max_new_tokens, prefill=not args.no_prefill, limit=args.limit,
-                        as_text=args.text_context, pipeline=pipeline_options(args), label_images=args.label_images)
+                        as_text=args.text_context, pipeline=pipeline_options(args), label_images=args.label_images,
+                        settings=args.settings)
     print(stats.line())
     return 0 if stats.errors == 0 else 1
 
@@ -134,7 +175,8 @@ def run_ray(args) -> int:
         print("mmlb run: --backend openai needs --base-url", file=sys.stderr)
         return 2
     requests = RequestOptions(max_images=args.max_images, max_new_tokens=args.max_new_tokens,
-                              prefill=not args.no_prefill, as_text=args.text_context, label_images=args.label_images)
+                              prefill=not args.no_prefill, as_text=args.text_context, label_images=args.label_images,
+                              settings=args.settings)
     batch = args.batch_size if args.backend != "openai" else max(args.batch_size, args.concurrency)
     try:
         stats = run_on_ray(backend_options(args), args.data, args.config, args.out, address=args.ray or None,

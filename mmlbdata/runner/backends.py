@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass
 from typing import Optional
 
+from mmlbdata.runner.profiles import ProfileOptions, resolve_profile
+
 #: vLLM allows one image per prompt unless told otherwise; the benchmarks need many
 VLLM_DEFAULT_IMAGES = 128
 
@@ -23,6 +25,16 @@ class BackendOptions:
     api_key_env: str = "OPENAI_API_KEY"
     concurrency: int = 8
     trust_remote_code: bool = False  # hf, vllm: run a model repository's own code only when asked
+    profile: str = "auto"  # hf: a runner/profiles.py name, "generic", or "auto" (from the model name)
+    profile_options: Optional[ProfileOptions] = None
+
+
+def describe_profile(opts: BackendOptions) -> str:
+    """The line a run prints to say which profile prepares its inputs."""
+    if opts.backend != "hf":
+        return f"profile: generic ({opts.backend} backend: MMLongBench's wrappers are transformers code)"
+    profile, why = resolve_profile(opts.model, opts.profile, opts.profile_options)
+    return f"profile: {profile.describe() if profile else why}"
 
 
 def make_backend(opts: BackendOptions):
@@ -30,8 +42,9 @@ def make_backend(opts: BackendOptions):
     if opts.backend == "hf":
         from mmlbdata.runner.hf import HFBackend
 
+        profile, _why = resolve_profile(opts.model, opts.profile, opts.profile_options)
         return HFBackend(opts.model, device=opts.device, dtype=opts.dtype,
-                         trust_remote_code=opts.trust_remote_code)
+                         trust_remote_code=opts.trust_remote_code, profile=profile)
     if opts.backend == "vllm":
         from mmlbdata.runner.vllm import VLLMBackend
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional, Protocol, Sequence
 
+from mmlbdata.official.mmlb_run_settings import settings_for
 from mmlbdata.runner.chat import answer_prefix_for, max_new_tokens_for, text_context, to_content
 from mmlbdata.runner.conversation import chat_messages, content_of
 from mmlbdata.runner.pipeline import (
@@ -166,13 +167,27 @@ class PipelineOptions:
     profile: Optional[str | Path] = None  # a JSONL file: one line per batch (stages, ids, padding)
 
 
+def config_budgets(config: str, max_images: int | None, max_new_tokens: int | None,
+                   settings: str = "official") -> tuple[int | None, int | None]:
+    """(max images, max new tokens) for ``config``: the options when given, else with
+    ``settings="official"`` MMLongBench's per-dataset values (configs/*.yaml: generation_max_length;
+    max_image_num, None there) for its configs, else the per-metric budgets (None here)."""
+    official = settings_for(config) if settings == "official" else None
+    if official is None:
+        return max_images, max_new_tokens
+    return (max_images if max_images is not None else official.max_image_num,
+            max_new_tokens or official.generation_max_length)
+
+
 def run(backend: Backend, data_dir: str | Path, configs: Sequence[str], out: str | Path,
         batch_size: int = 1, max_images: int | None = None, max_new_tokens: int | None = None,
         prefill: bool = True, limit: int | None = None, as_text: bool = False,
-        pipeline: PipelineOptions | None = None, label_images: bool = False) -> RunStats:
+        pipeline: PipelineOptions | None = None, label_images: bool = False,
+        settings: str = "official") -> RunStats:
     """Generate predictions for every example of every config not yet in ``out``
     (``as_text``: ReadBench's text baseline, see :func:`chat.text_context`), preparing the next
-    batches while one generates (``pipeline``)."""
+    batches while one generates (``pipeline``). ``settings``: ``official`` (MMLongBench's
+    per-dataset budgets, :func:`config_budgets`) or ``generic`` (per-metric budgets)."""
     opts = pipeline or PipelineOptions()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -185,6 +200,12 @@ def run(backend: Backend, data_dir: str | Path, configs: Sequence[str], out: str
     def requests(config: str) -> Iterator[tuple[Request, float]]:
         """The config's pending requests, each with the seconds spent reading it."""
         count, rows = 0, iter_examples(data_dir, config)
+        images, new_tokens = config_budgets(config, max_images, max_new_tokens, settings)
+        official = settings_for(config) if settings == "official" else None
+        if official is not None:
+            log.info("%s: MMLongBench's configs/%s: generation_max_length %d (running with %d), input_max_length "
+                     "%d (the official wrappers do not truncate to it)", config, official.config_file,
+                     official.generation_max_length, new_tokens, official.input_max_length)
         while limit is None or count < limit:
             started = time.perf_counter()
             row = next(rows, None)
@@ -195,7 +216,7 @@ def run(backend: Backend, data_dir: str | Path, configs: Sequence[str], out: str
                 read["skipped"] += 1
                 continue
             try:
-                request = make_request(row, config, max_images, max_new_tokens, prefill, as_text, label_images)
+                request = make_request(row, config, images, new_tokens, prefill, as_text, label_images)
             except ValueError as exc:
                 log.error("config %s example %s skipped: %s", config, row.get("id"), exc)
                 read["errors"] += 1
@@ -215,8 +236,10 @@ def run(backend: Backend, data_dir: str | Path, configs: Sequence[str], out: str
                     _log_config(current, stats, start)
                 current = batch.config
                 _flush(backend, batch, sink, stats)
+                peak = gpu_peak_memory()
+                stats.gpu_peak = peak if peak is not None else stats.gpu_peak
                 if profile is not None:
-                    profile.write(json.dumps({**batch.profile.record(), "gpu_peak_bytes": gpu_peak_memory()}) + "\n")
+                    profile.write(json.dumps({**batch.profile.record(), "gpu_peak_bytes": peak}) + "\n")
                     profile.flush()
     finally:
         if profile is not None:
@@ -226,7 +249,8 @@ def run(backend: Backend, data_dir: str | Path, configs: Sequence[str], out: str
     if current is not None:
         _log_config(current, stats, start)
     stats.seconds = time.perf_counter() - start
-    stats.gpu_peak = gpu_peak_memory()
+    peak = gpu_peak_memory()
+    stats.gpu_peak = peak if peak is not None else stats.gpu_peak
     return stats
 
 

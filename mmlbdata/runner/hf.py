@@ -14,12 +14,15 @@ import copy
 import logging
 import threading
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from mmlbdata.core.extras import require
 from mmlbdata.runner.chat import to_pil
 from mmlbdata.runner.core import Generation, Request
 from mmlbdata.runner.pipeline import BatchProfile, stage
+
+if TYPE_CHECKING:
+    from mmlbdata.runner.profiles import Profile
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +39,11 @@ def pick_device(device: str = "auto") -> str:
 
 class HFBackend:
     def __init__(self, model: str, device: str = "auto", dtype: str = "auto",
-                 attn_implementation: str | None = None, trust_remote_code: bool = False):
-        """``trust_remote_code`` (off unless asked for) lets the repository's own code run."""
+                 attn_implementation: str | None = None, trust_remote_code: bool = False,
+                 profile: "Profile | None" = None):
+        """``trust_remote_code`` (off unless asked for) lets the repository's own code run.
+        ``profile`` (:mod:`.profiles`): load, prepare and generate as MMLongBench's wrapper for
+        the family does; None: the generic path (the chat template, batched)."""
         torch = require("torch", "runner", "the hf backend of `mmlb run`")
         transformers = require("transformers", "runner", "the hf backend of `mmlb run`")
         AutoModelForImageTextToText, AutoProcessor = (transformers.AutoModelForImageTextToText,
@@ -48,18 +54,29 @@ class HFBackend:
             torch_dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
         else:
             torch_dtype = getattr(torch, dtype)
-        self.processor = AutoProcessor.from_pretrained(model, trust_remote_code=trust_remote_code)
+        self.profile = profile
+        self.processor = AutoProcessor.from_pretrained(model, trust_remote_code=trust_remote_code,
+                                                       **(profile.processor_kwargs() if profile else {}))
         tokenizer = getattr(self.processor, "tokenizer", self.processor)
         tokenizer.padding_side = "left"
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
+        if profile:
+            profile.prepare_processor(self.processor)
         self.tokenizer = tokenizer
         self._owner = threading.get_ident()
         self._local = threading.local()
         kwargs = {"dtype": torch_dtype, "trust_remote_code": trust_remote_code}
         if attn_implementation:
             kwargs["attn_implementation"] = attn_implementation
+        if profile:
+            config = transformers.AutoConfig.from_pretrained(model, trust_remote_code=trust_remote_code)
+            profile.prepare_config(config)
+            kwargs["config"] = config
         self.model = AutoModelForImageTextToText.from_pretrained(model, **kwargs).to(self.device).eval()
+        self.stop_ids = profile.stop_token_ids(self.model.generation_config, tokenizer) if profile else None
+        if profile:
+            profile.dtype = self.model.dtype
         log.info("loaded %s on %s (%s)", model, self.device, torch_dtype)
 
     def _processor(self):
@@ -82,6 +99,10 @@ class HFBackend:
         """CPU work for one batch: prompts through the chat template, images decoded, the
         processor's tensors (on CPU; :meth:`generate` moves them)."""
         processor = self._processor()
+        if self.profile is not None:  # one request at a time, as the official DataLoader (batch size 1)
+            with stage(profile, "preprocess"):
+                inputs = [self.profile.inputs(processor, r.content, r.images, r.prefix) for r in requests]
+            return HFPrepared(list(requests), inputs)
         with stage(profile, "preprocess"):
             texts = [self._text(processor, r) for r in requests]
         with stage(profile, "decode"):
@@ -96,6 +117,8 @@ class HFBackend:
         if not isinstance(prepared, HFPrepared):  # called with requests: prepare here
             prepared = self.prepare(prepared)
         requests = prepared.requests
+        if self.profile is not None:
+            return [self._generate_one(r, inputs) for r, inputs in zip(requests, prepared.inputs)]
         inputs = prepared.inputs.to(self.device)
         if "pixel_values" in inputs and inputs["pixel_values"].is_floating_point():
             inputs["pixel_values"] = inputs["pixel_values"].to(self.model.dtype)
@@ -112,6 +135,22 @@ class HFBackend:
             gens.append(Generation(self.tokenizer.decode(new, skip_special_tokens=True),
                                    int(mask[i].sum()), n_new))
         return gens
+
+
+    def generation_kwargs(self, request: Request) -> dict:
+        """What the profile's official ``generate`` passes besides the inputs."""
+        return self.profile.generate_kwargs(request.max_new_tokens, self.stop_ids, self.tokenizer.pad_token_id)
+
+    def _generate_one(self, request: Request, inputs) -> Generation:
+        import torch
+
+        inputs = inputs.to(self.device)  # pixel values as the processor made them (the model casts them)
+        prompt_len = inputs["input_ids"].shape[1]
+        with torch.inference_mode():
+            out = self.model.generate(**inputs, **self.generation_kwargs(request))
+        new = out["sequences"][0, prompt_len:]
+        return Generation(self.tokenizer.decode(new, skip_special_tokens=True), int(prompt_len),
+                          int(new.shape[0]))
 
 
 @dataclass

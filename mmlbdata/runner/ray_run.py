@@ -33,7 +33,15 @@ from typing import Callable, Optional, Sequence
 
 from mmlbdata.core.raycluster import connect
 from mmlbdata.runner.backends import BackendOptions, make_backend
-from mmlbdata.runner.core import PREDICTION_FIELDS, RunStats, done_ids, generate_batch, make_request, write_prediction
+from mmlbdata.runner.core import (
+    PREDICTION_FIELDS,
+    RunStats,
+    config_budgets,
+    done_ids,
+    generate_batch,
+    make_request,
+    write_prediction,
+)
 from mmlbdata.runner.pipeline import STAGES, batches, gpu_peak_memory, prepare_batch
 
 log = logging.getLogger(__name__)
@@ -52,6 +60,7 @@ class RequestOptions:
     prefill: bool = True
     as_text: bool = False
     label_images: bool = False  # MemLens conversations: [Image k] labels
+    settings: str = "official"  # core.config_budgets: MMLongBench's per-dataset budgets, or "generic"
 
 
 @dataclass
@@ -146,8 +155,9 @@ class Replica:
         for row in table.to_pylist():
             started = time.perf_counter()
             try:
-                items.append((make_request(row, row["config"], self.requests.max_images,
-                                           self.requests.max_new_tokens, self.requests.prefill,
+                images, new_tokens = config_budgets(row["config"], self.requests.max_images,
+                                                    self.requests.max_new_tokens, self.requests.settings)
+                items.append((make_request(row, row["config"], images, new_tokens, self.requests.prefill,
                                            self.requests.as_text, self.requests.label_images),
                               time.perf_counter() - started))
             except ValueError as exc:
