@@ -193,6 +193,7 @@ def test_reads_a_hub_dataset_repo(built, tiny_model, single_process, local_ray, 
     (hub / "datasets" / "org").mkdir(parents=True)
     (hub / "datasets" / "org" / "mmlb").symlink_to(built, target_is_directory=True)
     monkeypatch.setattr(huggingface_hub, "HfFileSystem", lambda: DirFileSystem(str(hub), fs=LocalFileSystem()))
+    monkeypatch.setattr("mmlbdata.cli._common.hub_offline_reason", lambda: None)  # the stand-in Hub answers
     preds = tmp_path / "p.jsonl"
     assert cli("run", "--ray", "--cpus-per-replica", "0.5", "--backend", "hf", "--model", tiny_model, "--device",
                "cpu", "--data", "org/mmlb", "--config", CONFIGS[0], "--out", preds, "--max-new-tokens", "6",
