@@ -29,6 +29,7 @@ from datasets.splits import SplitDict, SplitInfo
 from mmlbdata.core import locks
 from mmlbdata.core.report import human_bytes
 from mmlbdata.dataset.demo import is_demo
+from mmlbdata.dataset.partitions import partition_dirs
 from mmlbdata.dataset.writer import (
     SPLIT,
     ConfigStats,
@@ -95,7 +96,7 @@ def config_data_entry(config: str, image_dirs: Optional[list[str]]) -> dict:
 
 
 def config_image_dirs(folder: os.PathLike, config: str) -> Optional[list[str]]:
-    """The ``images/<group>`` folders of a files-layout config (None: embedded layout)."""
+    """The image partitions (``images/<family>/<owner>``) of a files-layout config (None: embedded layout)."""
     from mmlbdata.dataset.stats import image_paths
 
     path = metadata_path(folder, config)
@@ -103,9 +104,10 @@ def config_image_dirs(folder: os.PathLike, config: str) -> Optional[list[str]]:
 
 
 def image_dirs(names: Optional[Iterable[str]]) -> Optional[list[str]]:
-    """The ``images/<group>`` folders of a files-layout config's image paths (None stays None:
-    an embedded config, e.g. :attr:`mmlbdata.dataset.stats.Distribution.image_files`)."""
-    return None if names is None else sorted({"/".join(name.split("/")[:2]) for name in names})
+    """The partitions (``images/<family>/<owner>``) a files-layout config's image paths lie in, so
+    its data files name only images of its own rows' partitions (None stays None: an embedded
+    config, e.g. :attr:`mmlbdata.dataset.stats.Distribution.image_files`)."""
+    return None if names is None else partition_dirs(names)
 
 
 def _upsert(entries: list[dict], entry: dict) -> list[dict]:

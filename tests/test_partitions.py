@@ -1,0 +1,96 @@
+"""Image partitions (mmlbdata/dataset/partitions.py): each config's data files name exactly the
+images its rows use, from a folder and from a Hub, whatever order the configs were built in."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from test_layout import _images, _rows
+
+from mmlbdata.core.store import ImageStore
+from mmlbdata.dataset.build import completed_stats, store_config
+from mmlbdata.dataset.stats import image_paths
+
+# toy_8k and toy_32k share images 0 and 2; toy_32k adds 4; other_8k (another dataset of the family)
+# shares image 3 with toy_8k and adds 5, 6
+PATTERNS = {"toy_8k": [[0, 1, 1, 2], [3], [2, 2, 0]], "toy_32k": [[2, 4, 0], [4, 4]], "other_8k": [[5, 3], [6]]}
+REQUESTED = {"family": "toy", "dataset": "toy", "metric": "m", "seed": 0, "limit": None, "options": {}, "sources": {}}
+
+
+def _build(out: Path, refs, order) -> None:
+    for config in order:
+        store_config(out, config, _rows(refs, PATTERNS[config]), manifest={**REQUESTED, "length": 8192})
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_the_build_order_changes_no_byte_and_resume_keeps_every_config(tmp_path):
+    """Partitions follow which configs use an image, not which was built first: building the
+    longer config first, then the shorter ones (whose images then move), gives the same folder."""
+    refs = _images(ImageStore(tmp_path / "store"), 7)
+    _build(tmp_path / "short_first", refs, ["toy_8k", "other_8k", "toy_32k"])
+    _build(tmp_path / "long_first", refs, ["toy_32k", "toy_8k", "other_8k"])
+    first, second = _files(tmp_path / "short_first"), _files(tmp_path / "long_first")
+    assert sorted(first) == sorted(second)
+    assert [name for name in first if first[name] != second[name]] == []
+    assert sum(name.startswith("images/") for name in first) == 7  # one copy of each image
+    for config in PATTERNS:
+        assert completed_stats(tmp_path / "long_first", config, {**REQUESTED, "length": 8192}) is not None
+
+
+def test_each_config_names_exactly_the_images_its_rows_use(tmp_path):
+    import yaml
+
+    refs = _images(ImageStore(tmp_path / "store"), 7)
+    out = tmp_path / "out"
+    _build(out, refs, ["toy_32k", "toy_8k", "other_8k"])
+    front = yaml.safe_load((out / "README.md").read_text().split("---")[1])
+    for entry in front["configs"]:
+        config = entry["config_name"]
+        patterns = entry["data_files"][0]["path"]
+        assert all(pattern.endswith("/**") for pattern in patterns[1:])
+        named = {p.relative_to(out).as_posix() for pattern in patterns[1:]
+                 for p in (out / pattern[:-3]).rglob("*") if p.is_file()}
+        assert named == set(image_paths(out / f"{config}.metadata.parquet")), config
+        assert len(named) == len({i for row in PATTERNS[config] for i in row})
+
+
+HUB_LOAD = """
+import sys
+import datasets
+datasets.disable_progress_bars()
+ds = datasets.load_dataset(sys.argv[1], sys.argv[2], split="test")
+print(sum(len(row["images"]) for row in ds))
+"""
+
+
+def test_an_in_memory_load_from_the_hub_downloads_only_its_own_images(tmp_path):
+    """The acceptance of issue 31 in small: a config's in-memory load GETs its metadata and the
+    images its rows use, not those of the other configs of its family (on the Hub side)."""
+    from loopback_hub import LoopbackHub
+
+    from mmlbdata.dataset.hub import FolderUploader, push_folder
+
+    refs = _images(ImageStore(tmp_path / "store"), 7)
+    out = tmp_path / "out"
+    _build(out, refs, ["toy_8k", "toy_32k", "other_8k"])
+    hub = FolderUploader(tmp_path / "hub")
+    push_folder(out, "org/toy", uploader=hub, card=True)
+    repo = hub.repo_dir("org/toy")
+    for config in PATTERNS:
+        with LoopbackHub(repos={"org/toy": _files(repo)}) as server:
+            env = {**os.environ, "HF_ENDPOINT": server.endpoint, "HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0",
+                   "HF_HOME": str(tmp_path / f"hf-{config}")}
+            done = subprocess.run([sys.executable, "-c", HUB_LOAD, "org/toy", config], env=env,
+                                  capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, done.stderr[-3000:]
+            got = {path.split("/resolve/", 1)[1].split("/", 1)[1] for method, path in server.requests
+                   if method == "GET" and "/resolve/" in path and "/images/" in path}
+        assert int(done.stdout.split()[-1]) == sum(len(row) for row in PATTERNS[config])
+        assert got == set(image_paths(out / f"{config}.metadata.parquet")), config
+        assert json.loads(json.dumps(sorted(got)))  # named, not empty
