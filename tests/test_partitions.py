@@ -10,7 +10,7 @@ from pathlib import Path
 
 from test_layout import _images, _rows
 
-from mmlbdata.core.store import ImageStore
+from mmlbdata.core.store import ImageStore, file_sha256
 from mmlbdata.dataset.build import completed_stats, store_config
 from mmlbdata.dataset.stats import image_paths
 
@@ -94,3 +94,35 @@ def test_an_in_memory_load_from_the_hub_downloads_only_its_own_images(tmp_path):
         assert int(done.stdout.split()[-1]) == sum(len(row) for row in PATTERNS[config])
         assert got == set(image_paths(out / f"{config}.metadata.parquet")), config
         assert json.loads(json.dumps(sorted(got)))  # named, not empty
+
+
+HUB_STREAM_FIRST_ROW = """
+import sys
+import datasets
+datasets.disable_progress_bars()
+row = next(iter(datasets.load_dataset(sys.argv[1], sys.argv[2], split="test", streaming=True)))
+print(len(row["images"]), row["images"][0].size)
+"""
+
+
+def test_streaming_from_the_hub_fetches_the_images_of_the_rows_read(tmp_path):
+    """datasets 5.2 decodes a Hub-streamed folder config 64 rows ahead in 32 threads; the README
+    sets decode_num_threads: 0, so reading one row fetches that row's images only."""
+    from loopback_hub import LoopbackHub
+
+    from mmlbdata.dataset.hub import FolderUploader, push_folder
+
+    refs = _images(ImageStore(tmp_path / "store"), 40)
+    out = tmp_path / "out"
+    store_config(out, "toy_8k", _rows(refs, [[i] for i in range(40)]), manifest={"family": "toy"})
+    hub = FolderUploader(tmp_path / "hub")
+    push_folder(out, "org/toy", uploader=hub, card=True)
+    with LoopbackHub(repos={"org/toy": _files(hub.repo_dir("org/toy"))}) as server:
+        env = {**os.environ, "HF_ENDPOINT": server.endpoint, "HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0",
+               "HF_HOME": str(tmp_path / "hf")}
+        done = subprocess.run([sys.executable, "-c", HUB_STREAM_FIRST_ROW, "org/toy", "toy_8k"], env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        fetched = {path for method, path in server.requests if method == "GET" and "/images/" in path}
+    assert done.stdout.split()[0] == "1"
+    assert [path.rsplit("/", 1)[1] for path in fetched] == [f"{file_sha256(refs[0].path)}.jpg"]

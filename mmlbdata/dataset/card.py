@@ -53,6 +53,13 @@ ds = load_dataset("<this folder, or org/name on the Hub>", "{config}", split="te
 ```
 """
 PLOT_NAME = "stats.png"
+# Streaming from the Hub, datasets 5.2 decodes a folder-based config's images in 32 threads,
+# 64 rows ahead (builder.py: ds.decode(num_threads=config.decode_num_threads)): one row of
+# vh_single_8k sent 249 MB and 20 rows of mmlongdoc_128k peaked at 8.3 GB. 0 decodes each row
+# when it is read: bytes and memory of the rows read (benchmarks/bench_layout.py --hub-only).
+# Older datasets (4.x to 5.1, which never read ahead) ignore the key with a logged warning.
+STREAM_DECODE_THREADS = 0
+MIN_DATASETS_VERSION = "4.0"  # metadata_filenames (tested: 3.6 fails, 4.0.0 / 5.1.0 / 5.2.0 load)
 BASE_TEMPLATE = "_base.md.jinja"
 
 
@@ -92,7 +99,7 @@ def config_data_entry(config: str, image_dirs: Optional[list[str]]) -> dict:
         return {"config_name": config, "data_files": [{"split": SPLIT, "path": data_files_pattern(config)}]}
     paths = [metadata_filename(config)] + [f"{folder}/**" for folder in image_dirs]
     return {"config_name": config, "data_files": [{"split": SPLIT, "path": paths}],
-            "metadata_filenames": [metadata_filename(config)]}
+            "metadata_filenames": [metadata_filename(config)], "decode_num_threads": STREAM_DECODE_THREADS}
 
 
 def config_image_dirs(folder: os.PathLike, config: str) -> Optional[list[str]]:
