@@ -126,3 +126,23 @@ def test_streaming_from_the_hub_fetches_the_images_of_the_rows_read(tmp_path):
         fetched = {path for method, path in server.requests if method == "GET" and "/images/" in path}
     assert done.stdout.split()[0] == "1"
     assert [path.rsplit("/", 1)[1] for path in fetched] == [f"{file_sha256(refs[0].path)}.jpg"]
+
+
+def test_the_readme_and_the_card_say_the_datasets_version_and_the_bounded_filter_first(tmp_path):
+    """datasets 3.6 fails on these folders (NonMatchingSplitsSizesError) and a plain filter decodes
+    1,000 rows of images: both are said where a user reads the load line, bounded idiom first."""
+    from mmlbdata.dataset.card import MIN_DATASETS_VERSION
+    from mmlbdata.dataset.hub import FolderUploader, push_folder
+
+    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    assert f'"datasets>={MIN_DATASETS_VERSION}"' in pyproject
+    refs = _images(ImageStore(tmp_path / "store"), 7)
+    out = tmp_path / "out"
+    _build(out, refs, ["toy_8k"])
+    plan = push_folder(out, "org/toy", uploader=FolderUploader(tmp_path / "hub"), card=True)
+    project_readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    for text in ((out / "README.md").read_text(), plan.readme, project_readme):
+        assert f"datasets>={MIN_DATASETS_VERSION}" in text
+        bounded = text.index('input_columns=["num_tokens"]')
+        assert text.index("load_dataset(") < bounded < text.index("load_dataset(") + 400  # beside the first load
+        assert 'r["num_tokens"]' not in text[:bounded]  # the unbounded form is never shown before it

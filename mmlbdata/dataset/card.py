@@ -48,8 +48,11 @@ token budget by the unified counter (Llama-2 text tokens + one image token per 2
 Run `mmlb card` on this folder for the full card.
 
 ```python
+# needs datasets>={min_datasets} (pip install -U "datasets>={min_datasets}")
 from datasets import load_dataset
 ds = load_dataset("<this folder, or org/name on the Hub>", "{config}", split="test")
+# filter / map on plain columns: name them (else datasets decodes 1,000 rows of images per batch)
+subset = ds.filter(lambda n: n > 0, input_columns=["num_tokens"])
 ```
 """
 PLOT_NAME = "stats.png"
@@ -168,7 +171,7 @@ def _upsert_readme(path: Path, entries: list[tuple[dict, dict]]) -> Path:
         if configs and (not body.strip() or body.startswith(DEFAULT_BODY_MARK)):
             # the placeholder names the first config in sorted order, so the README does not
             # depend on which config of a parallel or resumed build finished first
-            body = DEFAULT_BODY.format(config=configs[0]["config_name"])
+            body = DEFAULT_BODY.format(config=configs[0]["config_name"], min_datasets=MIN_DATASETS_VERSION)
         _write_atomic(path, join_front_matter(meta, body))
     return path
 
@@ -433,7 +436,8 @@ def render_card(folder: os.PathLike, *, benchmark: Optional[str] = None, repo_id
     repo = repo_id or "<org>/<name>"
     # the body without the template's YAML header (the loader would render that too)
     body = _jinja_env(directory).from_string(template.source).render(
-        meta=meta, repo_id=repo, folder_name=folder.name, plot=plot_name, split=SPLIT, **context)
+        meta=meta, repo_id=repo, folder_name=folder.name, plot=plot_name, split=SPLIT,
+        min_datasets=MIN_DATASETS_VERSION, **context)
     card = DatasetCard(f"---\n{card_data.to_yaml()}\n---\n\n{body.strip()}\n")
     path = folder / "README.md"
     with locks.hold(readme_lock_path(path)):
