@@ -146,3 +146,51 @@ def test_the_readme_and_the_card_say_the_datasets_version_and_the_bounded_filter
         bounded = text.index('input_columns=["num_tokens"]')
         assert text.index("load_dataset(") < bounded < text.index("load_dataset(") + 400  # beside the first load
         assert 'r["num_tokens"]' not in text[:bounded]  # the unbounded form is never shown before it
+
+
+def test_a_folder_built_before_partitions_is_moved_into_them_by_the_next_build(tmp_path):
+    """images/<family>/ab/<sha>.<ext> (the layout before partitions): the next build of the family
+    moves those images into partitions and rewrites the old configs' paths; everything loads."""
+    import datasets
+
+    from mmlbdata.dataset.partitions import rewrite_metadata
+
+    refs = _images(ImageStore(tmp_path / "store"), 7)
+    out = tmp_path / "out"
+    _build(out, refs, ["toy_8k"])
+    path = out / "toy_8k.metadata.parquet"
+    flat = {name: "images/toy/" + "/".join(name.split("/")[-2:]) for name in image_paths(path)}
+    for name, old in flat.items():
+        (out / old).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).rename(out / old)
+    rewrite_metadata(path, flat)
+    _build(out, refs, ["toy_32k"])
+    assert sorted(image_paths(path)) == sorted(_files_named(out, "toy_8k"))
+    assert all(len(name.split("/")) == 5 for name in image_paths(path))  # images/toy/<partition>/ab/<file>
+    for config in ("toy_8k", "toy_32k"):
+        rows = datasets.load_dataset(str(out), config, split="test", cache_dir=str(tmp_path / config))
+        assert [len(r["images"]) for r in rows] == [len(p) for p in PATTERNS[config]]
+
+
+def _files_named(out: Path, config: str) -> list[str]:
+    return [name for name in image_paths(out / f"{config}.metadata.parquet") if (out / name).is_file()]
+
+
+def _build_one(out: str, store: str, config: str) -> None:
+    refs = _images(ImageStore(Path(store)), 7)
+    _build(Path(out), refs, [config])
+
+
+def test_configs_of_one_family_built_at_once_give_the_sequential_folder(tmp_path):
+    """Parallel builds share the family's lock for placing and re-partitioning; the manifests
+    and README entries of configs whose images moved are refreshed whoever moved them."""
+    import multiprocessing
+
+    refs = _images(ImageStore(tmp_path / "store"), 7)
+    _build(tmp_path / "sequential", refs, list(PATTERNS))
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(3) as pool:
+        pool.starmap(_build_one, [(str(tmp_path / "parallel"), str(tmp_path / "store"), c) for c in PATTERNS])
+    first, second = _files(tmp_path / "sequential"), _files(tmp_path / "parallel")
+    assert sorted(first) == sorted(second)
+    assert [name for name in first if first[name] != second[name]] == []

@@ -123,20 +123,23 @@ def relayout_images(out_dir: os.PathLike, group: str) -> list[str]:
     for config, path, names in users:
         moves = {name: f"{prefix}{owners[image_key(name)]}/{image_key(name)}" for name in names}
         moves = {old: new for old, new in moves.items() if old != new}
-        for new in sorted(set(moves.values())):
-            _move_image(out_dir, group, new, partitions)
+        for old, new in sorted(moves.items()):
+            _move_image(out_dir, group, old, new, partitions)
         if moves:
             rewrite_metadata(path, moves)
             changed.append(config)
     return sorted(changed)
 
 
-def _move_image(out_dir: Path, group: str, relative: str, partitions: list[Path]) -> None:
-    """Put the family's copy of an image at ``relative`` (its owner's partition)."""
+def _move_image(out_dir: Path, group: str, current: str, relative: str, partitions: list[Path]) -> None:
+    """Put the family's copy of an image at ``relative`` (its partition), from where the metadata
+    names it (``current``; a folder built before partitions: ``images/<family>/ab/...``) or from
+    whichever partition holds it."""
     target = out_dir / relative
     if target.is_file():
         return
-    found = find_image(out_dir / IMAGES_DIR / group, image_key(relative), partitions)
+    found = out_dir / current if (out_dir / current).is_file() else \
+        find_image(out_dir / IMAGES_DIR / group, image_key(relative), partitions)
     if found is None:  # a damaged folder: resume's completeness check rebuilds the config
         return
     target.parent.mkdir(parents=True, exist_ok=True)
