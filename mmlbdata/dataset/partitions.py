@@ -103,7 +103,7 @@ def metadata_image_names(path: Path) -> list[str]:
 
 
 def relayout_images(out_dir: os.PathLike, group: str) -> list[str]:
-    """Move every image of ``images/<group>/`` to its owner's partition; rewrite the metadata of
+    """Move every image of ``images/<group>/`` to the partition of its users; rewrite the metadata of
     the configs whose paths changed (returned, sorted). The caller holds :func:`family_lock_path`."""
     out_dir = Path(out_dir)
     prefix = f"{IMAGES_DIR}/{group}/"
