@@ -184,6 +184,11 @@ def downloads(work: Path) -> list[dict]:
     folder = work / "repo"
     build(DOWNLOAD_CONFIGS, sources, folder, work / "store")
     files = pushed(folder, work, "org/mmlb")
+    images = sum(p.stat().st_size for p in (folder / "images").rglob("*") if p.is_file())
+    on_disk = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    print(f"local folder: {on_disk / 1e6:.1f} MB on disk for {images / 1e6:.1f} MB of distinct images "
+          f"({on_disk / images:.3f}x; budget 1.1x); {sum(n.startswith('images/') for n in files):,} image files",
+          flush=True)
     rows = []
     for name, served in (("partitions", files), ("family (before)", old_layout(files))):
         with counting_hub({"org/mmlb": served}) as hub:
