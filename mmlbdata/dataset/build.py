@@ -192,7 +192,6 @@ def store_config(out_dir: os.PathLike, config: str, rows: Iterable[dict], featur
 
 
 RUN_ONLY_STATS = ("seconds", "images_written")
-RELAID_STATS = ("fingerprint", "metadata_bytes", "num_bytes")  # what moving a config's images changes
 
 
 def refresh_relaid_manifests(out_dir: Path, group: str) -> list[str]:
