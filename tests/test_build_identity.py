@@ -15,13 +15,16 @@ release-schema fixtures of the family's own tests where no real sample exists; t
 their sources are in ``identity_sources`` (shared with scripts/build_fingerprint.py). Recorded
 at bc9d6da, before modules moved into layer subpackages, to prove that move changes no row;
 ``RECIPE_PARQUET`` pins the same builds' parquet files byte for byte (under the pyarrow that
-wrote them). ``scripts/build_fingerprint.py`` hashes every built file (images, manifests, README)
+wrote them); re-recorded for issue 31, whose image partitions put ``images/<family>/<users>/``
+into the metadata's paths (the rows pins did not change), with ``MMLB_PRINT_PINS=1``.
+``scripts/build_fingerprint.py`` hashes every built file (images, manifests, README)
 for a before/after comparison by hand.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -70,22 +73,22 @@ RECIPES = {
 # that wrote them; the row digests above hold under any.
 PARQUET_PYARROW = "26.0.1"
 RECIPE_PARQUET = {
-    "vh_single_8k": "c0e0b9d326937fb14911ed24c79efe3642a266a31a74d40f4acf5716f66c6589",
-    "vh_multi_8k": "0c812c0cdc8b62cc2506935595a9919b0d9be306f0e68958163b554c5d870b99",
-    "longdocurl_8k": "564dd389dd60a72e0990ec61c00d1c12fe791de77f54dd9492022fe909b0b2ff",
-    "mmlongdoc_8k": "d3782e7964fd60272c3ce70bcfb603f7aed3bd126987fea00cc126a2144f22db",  # #35: JSON List answers
-    "mmlongbench_doc_8k": "5d50347d984dfa5e62fdde91cd26a2235bcd7fd213d4a24d6d2d7b95db8d3610",
-    "readbench_mmlu_pro": "2f796493bdc0049a3dbf50eb14d2db24a8a343603578a1a9851eacf0cba254d7",
-    "multi_lexsum_8k": "9ddcb937ed3e89b8f12f167a6421f01a6bd333dd87094b09510fdd574f22fb79",
-    "gov_report_8k": "b802dd1979d6b192c3d9f98ad3551970714544e5be9d3cd95a87d8302e185dc1",
-    "lvb_val_8k": "83519f21738394684b96cc713021a34b85ca984dbb241cee92261eabebdf597d",
-    "viquae_8k": "6215accadc31490571ce7be7518aa99aa607495a3b8eac7562b35c6248ea7feb",
-    "food101_8k": "52b6fe395e5c59dd616922f3c38f1564bbc4e16a51aea50e79a5c0e827584c18",
-    "mmneedle_n2_k2_8k": "0a57889936cf42f80d036849f6d5e63ef48f934642503fd79ebf7e8af756732f",
-    "mmneedle_m10_n2_k2": "8515ff071e3180a58e1249cf049db79abfec619a672de09036adc51b9b2c5860",
-    "mm_niah_retrieval_image_8k": "5c3f663018cf450da079ca44921b24f0dbc30d8a49f46d01cac98b62392197ad",
-    "mm_niah_counting_text_8k": "9f0cb1c3c69d71ecfe866dfde0a058b616aee3785cf00cb162d3849ebf353855",
-    "memlens_32k": "1afe0f24e7cf3294906ad156e96ac3d9af326fb6ffd8dac6fa4790de36a167ff",  # recorded with the family
+    "vh_single_8k": "d4ee7a012a2716d1025a9e778cc929dad3d72afcb31c1e4081afe77cb47b4c00",
+    "vh_multi_8k": "cf2b49cda0414e620bd7a334b058e7568476daa0c54c0df4f5bee3cd30b1e068",
+    "longdocurl_8k": "ac4c463bc603c391bcb13d3c82f2c4283fd31eeb0747acd241c7be3bdeac6b01",
+    "mmlongdoc_8k": "8a656f20a514d7ef11cde2765b288ec2ba28f0df66cb8eb84c47a44812f4d3dd",  # #35: JSON List answers
+    "mmlongbench_doc_8k": "97d39a1681f2e407183375f36569aa0750aff6824374c5863c006d8180624d20",
+    "readbench_mmlu_pro": "6f50e5601691b5f69c4b518686d3411476974db5da93eeb53b9b97a9b1577776",
+    "multi_lexsum_8k": "bd3a4abc3019346001e1ed49b54a02a2071090dac86750987893fecaba21e6a0",
+    "gov_report_8k": "7bbdb1a6a3570a74f81d78a6823cd82f89e7b12055735da3da32449910adf378",
+    "lvb_val_8k": "3ca5750a49f6cdc71cef2ab8dd59330fa0bbbfb610ad249974d6f01323b72d71",
+    "viquae_8k": "dd640ce69b9019f41c5b70cdeebf9c252da7f418f7c59f17ea535069fbb4f0d5",
+    "food101_8k": "33ba4ec631c2dc1c10dea48fc8d4961bb66761b01669675296bc8e34896a0825",
+    "mmneedle_n2_k2_8k": "f8c53809c71bcfa832b8fc0f21930054de69746782d401ff010ca960f970c58c",
+    "mmneedle_m10_n2_k2": "22c4db0e944449cebffc0b36e210cc4b2605a06d80979f7329c0811a4fa68ed2",
+    "mm_niah_retrieval_image_8k": "9eb150614ddca9625d6e4263a337389c305979262da0391da9b3fade695185eb",
+    "mm_niah_counting_text_8k": "709af8ffe2cd1e8e4bf9e7fd0af79aba8bad2864965fd6731d120a7104b3a7db",
+    "memlens_32k": "39ac572ac9999c0ff4f107e3c75d6a79ae323c5a54537865912cb5f859f93848",  # recorded with the family
 }
 
 
@@ -131,8 +134,11 @@ def recipes_built(tmp_path_factory, real_data, tokenizer_path) -> dict[str, tupl
                                 limit=case.limit, options=options, tokenizer=tokenizer_path,
                                 store_root=root / "store", progress=False, layout="files")
         assert all(r.ok for r in results), [r.error for r in results]
+    for case in identity_sources.CASES:  # once all are built: a later config can move an earlier one's images
         metadata = (root / "out" / f"{case.config}.metadata.parquet").read_bytes()
         built[case.config] = rows_digest(root / "out", case.config), hashlib.sha256(metadata).hexdigest()
+    if os.environ.get("MMLB_PRINT_PINS"):  # re-recording after a deliberate layout change
+        print(json.dumps({config: pins[1] for config, pins in built.items()}, indent=4))
     return built
 
 

@@ -66,7 +66,12 @@ def test_two_configs_share_one_copy_of_each_image_and_load_both_ways(tmp_path):
     images = sorted((tmp_path / "files" / "images").rglob("*.jpg"))
     assert len(images) == 5  # 5 distinct images over 2 configs and 17 slots: one file each
     assert {p.read_bytes() for p in images} == {open(r.path, "rb").read() for r in refs}
-    assert all(p.parent.parent.name == "toy" and p.parent.name == p.stem[:2] for p in images)
+    assert all(p.parents[2].name == "toy" and p.parent.name == p.stem[:2] for p in images)
+    # each image in the partition of the configs that use it, named after the first (shortest) of them
+    owners = {p.read_bytes(): p.parents[1].name for p in images}
+    parts = [owners[open(r.path, "rb").read()] for r in refs]
+    assert parts[0] == parts[2] != parts[1] == parts[3] != parts[4]
+    assert [part.split("-")[0] for part in parts] == ["toy_8k"] * 4 + ["toy_32k"]
     assert configs_in(tmp_path / "files") == ["toy_32k", "toy_8k"]
     for config, pattern in (("toy_8k", A), ("toy_32k", B)):
         for streaming in (False, True):
@@ -217,16 +222,17 @@ def test_a_config_without_images_sorting_first_still_loads_with_the_others(tmp_p
 
 
 def test_a_family_of_one_image_is_warned_about(tmp_path, caplog):
-    """One image file against one metadata parquet is a draw datasets gives to parquet."""
+    """One image file against one metadata parquet is a draw datasets gives to parquet; what
+    counts is the images in the partitions the config's data files name."""
     refs = _images(ImageStore(tmp_path / "store"), 2)
     with caplog.at_level("WARNING", logger="mmlbdata"):
         store_config(tmp_path / "out", "one_8k", _rows(refs, [[0], [0, 0]]), manifest={"family": "toy"})
     assert "fewer than two images" in caplog.text
     caplog.clear()
-    with caplog.at_level("WARNING", logger="mmlbdata"):
-        store_config(tmp_path / "out", "two_8k", _rows(refs, [[1]]), manifest={"family": "toy"})
+    with caplog.at_level("WARNING", logger="mmlbdata"):  # owns both images (before one_8k by name)
+        store_config(tmp_path / "out", "big_8k", _rows(refs, [[1], [0]]), manifest={"family": "toy"})
     assert "fewer than two images" not in caplog.text
-    for config, sizes in (("one_8k", [1, 2]), ("two_8k", [1])):
+    for config, sizes in (("one_8k", [1, 2]), ("big_8k", [1, 1])):
         assert [len(r["images"]) for r in datasets.load_dataset(str(tmp_path / "out"), config, split="test")] == sizes
 
 

@@ -26,12 +26,13 @@ import yaml
 from PIL import Image
 
 from mmlbdata.dataset.build import build_all, build_configs, completed_stats, build_parameters
-from mmlbdata.dataset.card import config_data_entry, format_stats, render_card, select_template, split_front_matter
+from mmlbdata.dataset.card import config_data_entry, config_image_dirs, format_stats, render_card, select_template, split_front_matter
 from mmlbdata.cli import main
 from mmlbdata.exports import iter_rows
 from mmlbdata.dataset.hub import IMAGE_COMMIT_FILES, FolderUploader, HubUploader, push_folder
 from mmlbdata.dataset.registry import resolve
 from mmlbdata.dataset.stats import config_stats
+from mmlbdata.dataset.writer import read_manifest
 
 CONFIGS = ["vh_multi_8k", "vh_single_16k", "vh_single_8k"]
 
@@ -171,7 +172,9 @@ def test_push_sends_shards_manifests_then_card_and_resumes(built, tmp_path, monk
     for config in CONFIGS:  # dataset_info identical to datasets' own card update logic
         expected = _datasets_card_update(before, config, built)
         assert _entries(sent, "dataset_info")[config] == _entries(expected, "dataset_info")[config]
-        assert _entries(sent, "configs")[config] == config_data_entry(config, ["images/vh"])
+        partitions = config_image_dirs(built, config)  # the image partitions its rows use
+        assert partitions and all(p.startswith("images/vh/") for p in partitions)
+        assert _entries(sent, "configs")[config] == config_data_entry(config, partitions)
     assert "MMLongBench" in plan.readme and "old body" not in plan.readme
     for config in CONFIGS:
         local = datasets.load_dataset(str(built), config, split="test").remove_columns("images")
@@ -195,11 +198,15 @@ def test_push_resends_a_rebuilt_config_and_deletes_its_old_shards(built, tmp_pat
     stale = hub.repo_dir("org/mmlb") / "data" / "vh_single_8k" / "test-00001-of-00002.parquet"
     stale.parent.mkdir(parents=True)
     stale.write_bytes(b"old")
+    before = {c: read_manifest(folder, c)["stats"]["fingerprint"] for c in CONFIGS}
     build_configs(["vh_single_8k"], {"coco": coco_mini}, folder, limit=2, store_root=tmp_path / "store",
                   tokenizer=tokenizer_path, progress=False)
     plan = push_folder(folder, "org/mmlb", uploader=hub)
-    assert plan.configs == ["vh_single_8k"] and plan.skipped == ["vh_multi_8k", "vh_single_16k"]
-    config_commit = next(c for c in hub.commits if c["message"].startswith("Upload config"))
+    # the configs sharing images with the rebuilt one have them in new partitions: they go too
+    changed = [c for c in CONFIGS if read_manifest(folder, c)["stats"]["fingerprint"] != before[c]]
+    assert "vh_single_8k" in changed and plan.configs == changed
+    assert plan.skipped == [c for c in CONFIGS if c not in changed]
+    config_commit = next(c for c in hub.commits if c["message"].startswith("Upload config vh_single_8k"))
     assert config_commit["delete"] == ["data/vh_single_8k/test-00001-of-00002.parquet"] and not stale.exists()
     assert config_commit["add"] == ["manifests/vh_single_8k.json", "vh_single_8k.metadata.parquet"]
     ds = datasets.load_dataset(str(hub.repo_dir("org/mmlb")), "vh_single_8k", split="test")

@@ -145,10 +145,12 @@ def test_multi_has_three_permutations_of_two_or_three_needles(built):
 
 
 def test_same_sources_and_seed_give_identical_parquet(built, coco_mini, tokenizer_path, tmp_path):
-    build_configs(["vh_single_8k"], {"coco": coco_mini}, tmp_path, limit=6,
+    # the same configs in another order: an image's partition is the set of configs using it
+    build_configs(["vh_multi_32k", "vh_single_32k", "vh_single_8k"], {"coco": coco_mini}, tmp_path, limit=6,
                   store_root=tmp_path / "store", tokenizer=tokenizer_path, progress=False)
-    a, b = shard_files(built, "vh_single_8k"), shard_files(tmp_path, "vh_single_8k")
-    assert [p.read_bytes() for p in a] == [p.read_bytes() for p in b]  # the paths name the images' hashes
+    for config in ("vh_single_8k", "vh_single_32k", "vh_multi_32k"):
+        a, b = shard_files(built, config), shard_files(tmp_path, config)
+        assert [p.read_bytes() for p in a] == [p.read_bytes() for p in b]  # the paths name the images' hashes
     other = build_configs(["vh_single_8k"], {"coco": coco_mini}, tmp_path / "seed1", limit=6, seed=1,
                           store_root=tmp_path / "store", tokenizer=tokenizer_path, progress=False)[0]
     assert other.ok and other.stats.fingerprint != json.loads(

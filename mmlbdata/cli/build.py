@@ -57,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "(e.g. 500MB; default 1GB)")
     parser.add_argument("--layout", choices=["files", "embedded"], default="files",
                         help="files (default): <config>.metadata.parquet + one copy of each image under "
-                             "images/<family>/, shared by every config; embedded: images inside the "
+                             "images/<family>/<configs using it>/, so each config downloads its own images; embedded: images inside the "
                              "parquet rows (small self-contained configs)")
     parser.add_argument("--source", action="append", type=key_value, default=[], metavar="KEY=PATH",
                         help="a source release folder, e.g. coco=/data/coco2017 (repeatable; "

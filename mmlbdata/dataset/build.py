@@ -33,12 +33,15 @@ from mmlbdata.core import locks
 from mmlbdata.core.report import BuildReport, source_label
 from mmlbdata.core.schema import FEATURES
 from mmlbdata.core.store import ImageStore
+from mmlbdata.sources.download import file_digest
 from mmlbdata.dataset.demo import is_demo
+from mmlbdata.dataset.partitions import family_lock_path
 from mmlbdata.dataset.registry import UnknownConfigError, all_configs, resolve
 from mmlbdata.dataset.stats import image_paths, shard_files
 from mmlbdata.dataset.writer import (
     DEFAULT_LAYOUT,
     ConfigStats,
+    built_configs,
     metadata_path,
     read_manifest,
     remove_if_empty,
@@ -197,9 +200,13 @@ def store_config(out_dir: os.PathLike, config: str, rows: Iterable[dict], featur
             content = {**(manifest or {}), **(after_rows() if after_rows else {}),
                        "stats": {k: v for k, v in stats.to_dict().items() if k not in RUN_ONLY_STATS}}
             write_manifest(out_dir, config, content)
-            from mmlbdata.dataset.card import update_readme
+            from mmlbdata.dataset.card import sync_readme, update_readme
 
-            update_readme(out_dir, config, features, stats, image_group=writer_options["image_group"])
+            update_readme(out_dir, config, features, stats, written=True)
+            relaid = refresh_relaid_manifests(out_dir, writer_options["image_group"]) \
+                if (writer_options.get("layout") or DEFAULT_LAYOUT) == "files" else []
+            if relaid:
+                sync_readme(out_dir, relaid)
         return stats
     except BaseException:
         if created:
@@ -207,7 +214,28 @@ def store_config(out_dir: os.PathLike, config: str, rows: Iterable[dict], featur
         raise
 
 
-RUN_ONLY_STATS = ("seconds", "images_written")
+RUN_ONLY_STATS = ("seconds", "images_written", "image_dirs")
+
+
+def refresh_relaid_manifests(out_dir: Path, group: str) -> list[str]:
+    """Configs whose metadata a build's re-partitioning rewrote (their images moved to an earlier
+    config's partition) after their manifest was written: their manifests get the new metadata's
+    fingerprint and size, so push uploads them and resume keeps them; returned for their README
+    entries."""
+    refreshed = []
+    with locks.hold(family_lock_path(out_dir, group)):
+        for name in sorted(built_configs(out_dir)["files"]):
+            manifest = read_manifest(out_dir, name)
+            path = metadata_path(out_dir, name)
+            stats = (manifest or {}).get("stats") or {}
+            if not manifest or stats.get("fingerprint") == file_digest(path, "sha256"):
+                continue
+            size = path.stat().st_size
+            stats.update(fingerprint=file_digest(path, "sha256"), metadata_bytes=size,
+                         num_bytes=stats.get("num_bytes", 0) - stats.get("metadata_bytes", 0) + size)
+            write_manifest(out_dir, name, {**manifest, "stats": stats})
+            refreshed.append(name)
+    return refreshed
 
 
 def _image_group(family: Optional[str]) -> str:

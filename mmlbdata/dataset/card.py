@@ -29,6 +29,7 @@ from datasets.splits import SplitDict, SplitInfo
 from mmlbdata.core import locks
 from mmlbdata.core.report import human_bytes
 from mmlbdata.dataset.demo import is_demo
+from mmlbdata.dataset.partitions import partition_dirs
 from mmlbdata.dataset.writer import (
     IMAGES_DIR,
     SPLIT,
@@ -48,11 +49,21 @@ token budget by the unified counter (Llama-2 text tokens + one image token per 2
 Run `mmlb card` on this folder for the full card.
 
 ```python
+# needs datasets>={min_datasets} (pip install -U "datasets>={min_datasets}")
 from datasets import load_dataset
 ds = load_dataset("<this folder, or org/name on the Hub>", "{config}", split="test")
+# filter / map on plain columns: name them (else datasets decodes 1,000 rows of images per batch)
+subset = ds.filter(lambda n: n > 0, input_columns=["num_tokens"])
 ```
 """
 PLOT_NAME = "stats.png"
+# Streaming from the Hub, datasets 5.2 decodes a folder-based config's images in 32 threads,
+# 64 rows ahead (builder.py: ds.decode(num_threads=config.decode_num_threads)): one row of
+# vh_single_8k sent 249 MB and 20 rows of mmlongdoc_128k peaked at 8.3 GB. 0 decodes each row
+# when it is read: bytes and memory of the rows read (benchmarks/bench_layout.py --hub-only).
+# Older datasets (4.x to 5.1, which never read ahead) ignore the key with a logged warning.
+STREAM_DECODE_THREADS = 0
+MIN_DATASETS_VERSION = "4.0"  # metadata_filenames (tested: 3.6 fails, 4.0.0 / 5.1.0 / 5.2.0 load)
 BASE_TEMPLATE = "_base.md.jinja"
 
 
@@ -92,29 +103,28 @@ def config_data_entry(config: str, image_dirs: Optional[list[str]]) -> dict:
         return {"config_name": config, "data_files": [{"split": SPLIT, "path": data_files_pattern(config)}]}
     paths = [metadata_filename(config)] + [f"{folder}/**" for folder in image_dirs]
     return {"config_name": config, "data_files": [{"split": SPLIT, "path": paths}],
-            "metadata_filenames": [metadata_filename(config)]}
+            "metadata_filenames": [metadata_filename(config)], "decode_num_threads": STREAM_DECODE_THREADS}
 
 
 def config_image_dirs(folder: os.PathLike, config: str) -> Optional[list[str]]:
-    """The ``images/<group>`` folders of a files-layout config (None: embedded layout)."""
+    """The image partitions (``images/<family>/<owner>``) of a files-layout config (None: embedded layout)."""
     from mmlbdata.dataset.stats import image_paths
 
     path = metadata_path(folder, config)
     return image_dirs(image_paths(path)) if path.is_file() else None
 
 
-def written_image_dirs(stats: ConfigStats, image_group: str) -> Optional[list[str]]:
+def written_image_dirs(stats: ConfigStats) -> Optional[list[str]]:
     """What :func:`config_image_dirs` reads, from what the writer knows: a files-layout config's
-    images all lie under ``images/<image_group>`` (none: no folder); an embedded config, None."""
-    if stats.layout != "files":
-        return None
-    return [f"{IMAGES_DIR}/{image_group}"] if stats.num_images else []
+    partitions (the writer records them after re-partitioning); an embedded config, None."""
+    return stats.image_dirs if stats.layout == "files" else None
 
 
 def image_dirs(names: Optional[Iterable[str]]) -> Optional[list[str]]:
-    """The ``images/<group>`` folders of a files-layout config's image paths (None stays None:
-    an embedded config, e.g. :attr:`mmlbdata.dataset.stats.Distribution.image_files`)."""
-    return None if names is None else sorted({"/".join(name.split("/")[:2]) for name in names})
+    """The partitions (``images/<family>/<owner>``) a files-layout config's image paths lie in, so
+    its data files name only images of its own rows' partitions (None stays None: an embedded
+    config, e.g. :attr:`mmlbdata.dataset.stats.Distribution.image_files`)."""
+    return None if names is None else partition_dirs(names)
 
 
 def _upsert(entries: list[dict], entry: dict) -> list[dict]:
@@ -136,12 +146,14 @@ def _listing_order(entry: dict) -> tuple[bool, str]:
 
 
 def update_readme(out_dir: os.PathLike, config: str, features: Features, stats: ConfigStats,
-                  image_group: Optional[str] = None) -> Path:
+                  written: bool = False) -> Path:
     """Add or replace ``config`` in the folder's README front matter (atomic write).
-    ``image_group``: the ``images/<group>`` folder the writer has just stored the config's images
-    under (the build passes it, so the metadata file it wrote is not read back); without it the
-    folders are read from the config's metadata file."""
-    dirs = written_image_dirs(stats, image_group) if image_group is not None else config_image_dirs(out_dir, config)
+    ``written``: ``stats`` come from the writer that has just written the config, which knows its
+    image partitions (the build passes it, so the metadata file is not read back); otherwise the
+    partitions are read from the config's metadata file."""
+    dirs = written_image_dirs(stats) if written else None
+    if dirs is None and (not written or stats.layout == "files"):  # not known from the writer: read
+        dirs = config_image_dirs(out_dir, config)
     entries = config_yaml_entries(config, features, stats, dirs)
     return _upsert_readme(Path(out_dir) / "README.md", [entries])
 
@@ -173,7 +185,7 @@ def _upsert_readme(path: Path, entries: list[tuple[dict, dict]]) -> Path:
         if configs and (not body.strip() or body.startswith(DEFAULT_BODY_MARK)):
             # the placeholder names the first config in sorted order, so the README does not
             # depend on which config of a parallel or resumed build finished first
-            body = DEFAULT_BODY.format(config=configs[0]["config_name"])
+            body = DEFAULT_BODY.format(config=configs[0]["config_name"], min_datasets=MIN_DATASETS_VERSION)
         _write_atomic(path, join_front_matter(meta, body))
     return path
 
@@ -438,7 +450,8 @@ def render_card(folder: os.PathLike, *, benchmark: Optional[str] = None, repo_id
     repo = repo_id or "<org>/<name>"
     # the body without the template's YAML header (the loader would render that too)
     body = _jinja_env(directory).from_string(template.source).render(
-        meta=meta, repo_id=repo, folder_name=folder.name, plot=plot_name, split=SPLIT, **context)
+        meta=meta, repo_id=repo, folder_name=folder.name, plot=plot_name, split=SPLIT,
+        min_datasets=MIN_DATASETS_VERSION, **context)
     card = DatasetCard(f"---\n{card_data.to_yaml()}\n---\n\n{body.strip()}\n")
     path = folder / "README.md"
     with locks.hold(readme_lock_path(path)):

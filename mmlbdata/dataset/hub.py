@@ -2,7 +2,7 @@
 
 Default method (``files``): each config is one commit holding its files exactly as built and its
 ``manifests/<config>.json``; the card (README + stats.png) is the last commit. A files-layout
-config's images (``images/<family>/ab/<sha256>.<ext>``) go first, in commits of at most
+config's images (``images/<family>/<users>/ab/<sha256>.<ext>``, partitions.py) go first, in commits of at most
 :data:`IMAGE_COMMIT_FILES` files, and only those the repo does not hold yet: an image shared by
 every config and length is uploaded once for the whole repository. Then one commit holds its
 ``<config>.metadata.parquet``, so a config is on the Hub only once all its images are. An

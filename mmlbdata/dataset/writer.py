@@ -4,13 +4,13 @@ Two layouts; ``files`` is the default (ARCHITECTURE.md has the figures that chos
 
     README.md                          YAML front matter: configs (data_files) + dataset_info
     <config>.metadata.parquet          files: one row per example, images as relative paths
-    images/<group>/ab/<sha256>.<ext>   files: each distinct image once per folder, shared by
-                                       every config and length of the group (the family)
+    images/<group>/<users>/ab/<sha256>.<ext>   files: each distinct image once per folder, in the
+                                       partition of the configs that use it (partitions.py)
     data/<config>/test-00000-of-00002.parquet   embedded: images inside the rows
     manifests/<config>.json            what was built, from what, with which statistics and skips
 
 **files** (:class:`FilesConfigWriter`): the config's README entry names
-``data_files: [<config>.metadata.parquet, images/<group>/**]`` and
+``data_files: [<config>.metadata.parquet, images/<group>/<users>/** for each partition it uses]`` and
 ``metadata_filenames: [<config>.metadata.parquet]``, so ``datasets``' folder-based builder
 (imagefolder) reads the metadata rows and turns the ``images_file_names`` column into the
 ``images`` list of ``Image()``, decoded on access, in memory and streaming. An image used by six
@@ -57,9 +57,22 @@ import pyarrow.parquet as pq
 from datasets import Features
 
 from mmlbdata import __version__
+from mmlbdata.core import locks
 from mmlbdata.core.paths import resolve_inside
 from mmlbdata.core.schema import FEATURES
 from mmlbdata.core.store import ImageRef, file_sha256, image_extension
+from mmlbdata.dataset.partitions import (
+    FILE_NAMES_SUFFIX,
+    IMAGES_DIR,
+    METADATA_SUFFIX,
+    existing_partitions,
+    family_lock_path,
+    find_image,
+    image_key,
+    metadata_image_names,
+    partition_dirs,
+    relayout_images,
+)
 from mmlbdata.sources.download import file_digest
 
 logger = logging.getLogger("mmlbdata")
@@ -91,13 +104,9 @@ DEDUP_PAYS_BELOW = 0.8
 
 LAYOUTS = ("files", "embedded")
 DEFAULT_LAYOUT = "files"
-IMAGES_DIR = "images"
-FILE_NAMES_SUFFIX = "_file_names"  # <column>_file_names: what the folder-based builder maps to <column>
 # Extensions datasets' imagefolder accepts that our images use; other files are sniffed.
 _IMAGE_EXTENSIONS = {"jpg", "png", "webp", "gif", "bmp", "tif", "tiff"}
 
-
-METADATA_SUFFIX = ".metadata.parquet"
 
 
 def metadata_filename(config: str) -> str:
@@ -145,6 +154,7 @@ class ConfigStats:
     layout: str = "embedded"
     metadata_bytes: int = 0  # files layout: the <config>.metadata.parquet alone
     images_written: int = 0  # files layout: image files this build added to the folder
+    image_dirs: Optional[list] = None  # files layout: the partitions its rows use (README data files)
 
     def add(self, row: dict[str, Any]) -> None:
         tokens = int(row["num_tokens"])
@@ -422,7 +432,9 @@ class FilesConfigWriter:
     """Streams one config's rows into ``<config>.metadata.parquet`` + the shared image tree.
 
     ``image_group`` names the folder under ``images/`` (the build layer passes the family, so
-    every config and length of a family shares one tree and one ``images/<family>/**`` listing).
+    every config and length of a family stores an image once). New images go to this config's
+    own folder; at close, under the family's lock, :func:`relayout_images` moves each image of
+    the family to the partition of the configs using it and rewrites the paths.
     Rows are buffered :data:`DEFAULT_ROW_GROUP_ROWS` at a time (no image bytes in them). The
     embedded layout's options (``shard_bytes``, ``row_group_bytes``, ``dictionary``) have nothing
     to bound here and are ignored, so one set of build options serves both layouts.
@@ -434,8 +446,11 @@ class FilesConfigWriter:
         self.config = config
         self.features = features
         self.image_columns = [name for name, feat in features.items() if _is_image_list(feat)]
-        resolve_inside(self.out_dir, f"{IMAGES_DIR}/{image_group}", what="image group")  # a plain name
-        self.image_prefix = f"{IMAGES_DIR}/{image_group}"
+        resolve_inside(self.out_dir, f"{IMAGES_DIR}/{image_group}/{config}", what="image group")  # plain names
+        self.image_group = image_group
+        self.group_dir = self.out_dir / IMAGES_DIR / image_group
+        self.image_prefix = f"{IMAGES_DIR}/{image_group}/{config}"  # until relayout_images names the owner
+        self._partitions = existing_partitions(self.group_dir)  # where earlier builds put the family's images
         # the loaded features ride in the schema: the card and stats read them without a README
         self.schema = metadata_schema(features, self.image_columns).with_metadata(_features_metadata(features))
         self.row_group_rows = row_group_rows
@@ -446,6 +461,7 @@ class FilesConfigWriter:
         self._rows: list[dict] = []
         self._placed: dict[str, tuple[str, int]] = {}  # source path -> (relative path, bytes)
         self._staged: dict[str, int] = {}  # relative path -> bytes of each new image waiting in staging
+        self.relaid: list[str] = []  # configs whose metadata relayout_images rewrote at close
         self._unique: set[str] = set()
         self._started = time.perf_counter()
         if self.staging.exists():  # left by a crashed build of this config (the caller holds its lock)
@@ -481,11 +497,10 @@ class FilesConfigWriter:
         if placed is None:
             digest = ref.sha256 or file_sha256(ref.path)  # a store object is named by its hash: not read again
             relative = f"{self.image_prefix}/{digest[:2]}/{digest}.{image_file_extension(ref.path)}"
-            target = self.out_dir / relative
             if relative in self._staged:  # the same bytes under another source name: one file
                 size = self._staged[relative]
-            elif target.exists():  # placed by an earlier build (or another config): complete
-                size = target.stat().st_size
+            elif (found := find_image(self.group_dir, image_key(relative), self._partitions)) is not None:
+                size = found.stat().st_size  # placed by an earlier build (or another config): complete
             else:  # staged, moved into place at close: an aborted build leaves no image behind
                 staged = self.staging / relative
                 staged.parent.mkdir(parents=True, exist_ok=True)
@@ -513,50 +528,64 @@ class FilesConfigWriter:
         """Finish the metadata file and rename it into place: from now on the config exists."""
         self._flush()
         self._writer.close()
+        with locks.hold(family_lock_path(self.out_dir, self.image_group)):
+            self.stats.images_written = self._place_staged()  # images first: a listed config never lacks one
+            os.replace(self.partial, self.final)
+            # each image to the partition of the first config (shortest first) using it
+            self.relaid, folders = relayout_images(self.out_dir, self.image_group)
+            self.stats.image_dirs = folders.get(self.config, [])
+        shutil.rmtree(self.staging, ignore_errors=True)
         if not self._placed:
             logger.warning("%s: no row has an image, so its data files are its metadata alone; it loads beside "
                            "image configs (the README lists those first), but a folder holding no image config "
                            "loads as plain parquet (an images_file_names column): build text-only configs "
                            "with image configs, or into a folder of their own with --layout embedded", self.config)
         elif not self._reads_as_image_folder():
-            logger.warning("%s: %s holds fewer than two images of one kind; datasets infers one builder for "
-                           "a whole folder from its first config's files, a draw going to parquet, so a folder "
+            logger.warning("%s: its image partitions hold fewer than two images of one kind; datasets infers "
+                           "one builder for a whole folder from its first config's files, a draw going to parquet, so a folder "
                            "whose first config this is will not load as an image folder until the family has "
-                           "more images (or build it with --layout embedded)", self.config, self.image_prefix)
+                           "more images (or build it with --layout embedded)", self.config)
         # the metadata's paths name the images' hashes, so its digest covers them too
-        self.stats.fingerprint = file_digest(self.partial, "sha256")
-        self.stats.metadata_bytes = self.partial.stat().st_size
+        self.stats.fingerprint = file_digest(self.final, "sha256")
+        self.stats.metadata_bytes = self.final.stat().st_size
         self.stats.num_bytes = self.stats.metadata_bytes + self.stats.image_bytes_unique
         self.stats.num_shards = 1
         self.stats.seconds = round(time.perf_counter() - self._started, 3)
-        for relative in self._staged:  # images first: a listed config never lacks one
-            target = self.out_dir / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(self.staging / relative, target)  # same bytes if another build placed it meanwhile
-        self.stats.images_written = len(self._staged)
-        os.replace(self.partial, self.final)
-        shutil.rmtree(self.staging, ignore_errors=True)
         shutil.rmtree(config_data_dir(self.out_dir, self.config), ignore_errors=True)  # an older embedded build
         remove_if_empty(self.out_dir / "data")
         return self.stats
 
 
+    def _place_staged(self) -> int:
+        """Move the staged images into this config's partition, but for those another build put
+        in the family meanwhile (one copy per folder); how many were added."""
+        added = 0
+        partitions = existing_partitions(self.group_dir)
+        for relative in self._staged:
+            staged = self.staging / relative
+            if not staged.is_file() or find_image(self.group_dir, image_key(relative), partitions) is not None:
+                continue
+            target = self.out_dir / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staged, target)
+            added += 1
+        return added
+
     def _reads_as_image_folder(self) -> bool:
         """Whether ``datasets`` can infer the image folder builder from this config's files. It
         infers one builder for a whole folder, from its first config's data files: the most
         frequent extension, a draw going to ``.parquet``, and ``<config>.metadata.parquet`` counts
-        as parquet (only ``metadata.*`` are known metadata). So the family's folder must hold two
-        images of one extension; only ``mmlb gc`` removes images from it, those no config uses."""
-        counts: Counter = Counter(Path(relative).suffix for relative in self._staged)
-        group = self.out_dir / self.image_prefix
-        candidates = group.rglob("*") if group.is_dir() else iter(())
-        while max(counts.values(), default=0) < 2:
-            path = next(candidates, None)
-            if path is None:
-                return False
-            if path.is_file() and not path.name.startswith("."):
-                counts[path.suffix] += 1
-        return True
+        as parquet (only ``metadata.*`` are known metadata). So the partitions this config's data
+        files name must hold two images of one extension."""
+        counts: Counter = Counter()
+        for partition in partition_dirs(metadata_image_names(self.final)):
+            for path in (self.out_dir / partition).rglob("*"):
+                if path.is_file() and not path.name.startswith("."):
+                    counts[path.suffix] += 1
+                    if counts[path.suffix] >= 2:
+                        return True
+        return False
+
 
 def metadata_schema(features: Features, image_columns: list[str]) -> pa.Schema:
     """The metadata file's columns: the features', each image list as ``<name>_file_names``."""
