@@ -58,8 +58,10 @@ def rebuilt(tmp_path) -> dict:
     _store(out, "toy_8k", old, [[0, 1], [2, 3]])
     _store(out, "toy_32k", old, [[3, 4, 4]])
     before = set(image_files(out))
+    first_copy = tmp_path / "first_build"  # the rebuild may move shared images to other partitions
+    shutil.copytree(out, first_copy)
     _store(out, "toy_8k", new, [[0, 1], [2, 0]])
-    return {"out": out, "old": old, "new": new, "first_build": before}
+    return {"out": out, "old": old, "new": new, "first_build": before, "first_copy": first_copy}
 
 
 def test_gc_removes_exactly_the_images_no_config_uses_and_the_configs_still_load(rebuilt):
@@ -68,8 +70,9 @@ def test_gc_removes_exactly_the_images_no_config_uses_and_the_configs_still_load
     used = referenced_images(out)
     assert len(used) == 2 + 3  # toy_32k's images 3 and 4, toy_8k's three new ones
     plan = plan_cleanup(out)
-    orphans = sorted(rebuilt["first_build"] - used)
-    assert len(orphans) == 3  # images 0, 1, 2 of the first toy_8k
+    # images 0, 1, 2 of the first toy_8k (image 3 moved to toy_32k's own partition: used, not orphaned)
+    orphans = sorted(set(image_files(out)) - used)
+    assert len(orphans) == 3 and set(orphans) <= rebuilt["first_build"]
     assert plan.unused_images == orphans and plan.unused_bytes == sum((out / p).stat().st_size for p in orphans)
     assert (plan.used_images, plan.configs, plan.missing_images, plan.staging) == (5, ["toy_32k", "toy_8k"], [], [])
     assert set(image_files(out)) == used | set(orphans)  # planning removed nothing
@@ -184,11 +187,13 @@ def test_push_deletes_from_the_repo_the_images_no_config_uses_resumably(rebuilt,
     hub.commits.clear()
     with pytest.raises(ConnectionError):
         push_folder(out, "org/toy", uploader=hub)
+    # toy_32k too: the rebuild moved its image 3 from the shared partition to its own
     assert [c["message"].split(" (")[0] for c in hub.commits] == \
-        ["Upload images of toy_8k", "Upload images of toy_8k", "Upload config toy_8k", "Remove images no config uses"]
+        ["Upload images of toy_32k", "Upload config toy_32k", "Upload images of toy_8k", "Upload images of toy_8k",
+         "Upload config toy_8k", "Remove images no config uses"]
     monkeypatch.setattr(hub, "commit", real_commit)  # the network is back
     plan = push_folder(out, "org/toy", uploader=hub)  # the rerun finishes the removal
-    assert plan.skipped == ["toy_32k", "toy_8k"] and len(plan.removed) == 1
+    assert plan.skipped == ["toy_32k", "toy_8k"] and len(plan.removed) == 2  # 4 paths gone, 2 per commit
     assert _repo_images(hub) == set(image_files(out)) == referenced_images(out)
     assert sorted(p for c in hub.commits for p in c["delete"]) == sorted(rebuilt["first_build"] - set(image_files(out)))
     remote = hub.repo_dir("org/toy")
@@ -205,7 +210,7 @@ def test_push_keeps_the_images_when_the_repo_holds_a_config_built_elsewhere(rebu
     remote.mkdir(parents=True)
     for relative in rebuilt["first_build"]:  # another machine pushed other_8k, which uses these
         (remote / relative).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(rebuilt["out"] / relative, remote / relative)
+        shutil.copyfile(rebuilt["first_copy"] / relative, remote / relative)
     shutil.copyfile(out / "toy_32k.metadata.parquet", remote / "other_8k.metadata.parquet")
     plan = push_folder(out, "org/toy", uploader=hub, card=False)
     assert plan.kept_unused_for == ["other_8k"] and plan.removed == []
