@@ -80,4 +80,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"pushed {len(plan.configs)} config(s) to {plan.repo_id}: {names}")
     if plan.skipped:
         print(f"already on the Hub with the same build: {', '.join(plan.skipped)}")
+    if plan.removed:
+        print(f"{'would remove' if args.dry_run else 'removed'} {len(plan.removed)} image(s) no config of the repo uses")
+    if plan.kept_unused_for:
+        print(f"kept the repo's unused images: it holds config(s) built elsewhere ({', '.join(plan.kept_unused_for)})")
     return 0
