@@ -50,7 +50,12 @@ def show(name: str) -> bytes:
 
 
 def checkout(dest: Path) -> Path:
-    """The official files written under ``dest`` and importable from it (``vlm_model``, ``data``)."""
+    """The official files written under ``dest`` and importable from it (``vlm_model``, ``data``).
+    Modules of those common names that an earlier test left (a stand-in ``vlm_model``, another
+    copy's ``utils``) are forgotten first, so these files are the ones imported."""
+    tops = {name.split("/")[0].removesuffix(".py") for name in FILES}
+    for loaded in [m for m in sys.modules if m.split(".")[0] in tops]:
+        del sys.modules[loaded]
     for name in FILES + tuple(f"configs/{c}" for c in CONFIGS):
         (dest / name).parent.mkdir(parents=True, exist_ok=True)
         (dest / name).write_bytes(show(name))

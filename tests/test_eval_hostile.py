@@ -6,8 +6,11 @@ hostile golds (nan/inf in list golds). Each must give a finite score in [0, 1].
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
+import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -44,6 +47,8 @@ EXAMPLES = {
     "longbench_f1": {"id": "lb", "answers": ["Ada Lovelace"], "meta": {"subset": "triviaqa"}},
     "lvb_mc": {"id": "v", "answers": ["A"]},
     "summ_judge": {"id": "g", "answers": ["expert"], "meta": {"keypoints": ["a", "b"]}},
+    "memlens_judge": {"id": "m", "question": "Where did I park?", "answers": ["Level 3"], "length": 32768,
+                      "meta": {"category": "knowledge_update", "question_subtype": "", "old_answer": "Level 2"}},
 }
 #: golds that crashed the project before (nan/inf in lists and numbers)
 HOSTILE_GOLDS = [
@@ -68,10 +73,23 @@ class EchoJudge:
         return [self.reply for _ in requests]
 
 
+@functools.lru_cache(maxsize=None)
+def memlens_prompts():
+    """MemLens's official judge prompts, checked out of the fetched repository once (None without it:
+    ``memlens_judge`` is then tested on its rules path alone)."""
+    from tests import memlens_official
+
+    if not memlens_official.repo().exists():
+        return None
+    return memlens_official.checkout(Path(tempfile.mkdtemp(prefix="memlens_prompts_")))
+
+
 def make_metric(name: str, parity: str, judge: EchoJudge):
     options = {"parity": parity}
     if name == "summ_judge":
         options["judge"] = judge
+    if name == "memlens_judge" and memlens_prompts() is not None:  # the judge path: replies parsed too
+        options.update(judge=judge, judge_prompts=memlens_prompts())
     if name in ("mmlongbench_doc", "longdocurl"):
         options["extractor"] = None
     return get_metric(name, **options)
