@@ -2,7 +2,7 @@
 
 Nothing of the official code lives in this repository: each function is read at its pinned commit
 from a bare mirror (``git show COMMIT:FILE``, the mirrors the ``fetch`` tool writes under
-``$MMLB_MIRRORS``, default ``/work/.mirror``) and executed as written. Three ways in, by what the
+``$MMLB_MIRRORS``, else the ``.mirror`` folder nearest above this checkout) and executed as written. Three ways in, by what the
 file allows:
 
 * ``module``: the whole file executed as a module (MMLongBench ``utils.py``/``data.py``,
@@ -26,7 +26,15 @@ import types
 from functools import lru_cache, partial
 from pathlib import Path
 
-MIRRORS = Path(os.environ.get("MMLB_MIRRORS", "/work/.mirror"))
+def _mirrors() -> Path:
+    """``$MMLB_MIRRORS``, else the nearest ``.mirror`` folder above this checkout (where the fetch
+    tool puts repositories), else ``.mirror`` (then every official path is reported Missing)."""
+    if os.environ.get("MMLB_MIRRORS"):
+        return Path(os.environ["MMLB_MIRRORS"])
+    return next((f / ".mirror" for f in Path(__file__).resolve().parents if (f / ".mirror").is_dir()), Path(".mirror"))
+
+
+MIRRORS = _mirrors()
 
 MMLONGBENCH = ("EdinburghNLP/MMLongBench", "22b9f27")
 MMLONGBENCH_DOC = ("mayubo2333/MMLongBench-Doc", "d73f0dc0")

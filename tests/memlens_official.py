@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.mirrors import mirror_git
+
 COMMIT = "fd4c8d70538ee40758b4825372d46b717e6db346"
-DEFAULT_REPO = "/work/.mirror/xrenaf+MEMLENS/repo"
+MIRROR = "xrenaf+MEMLENS"  # where the fetch tool puts it: .mirror/<owner+repo>/repo above the checkout
 FILES = ("data.py", "utils.py", "parse_utils.py", "llm_judge.py", "judge_prompts/__init__.py",
          "judge_prompts/base.py", "judge_prompts/information_extraction.py", "judge_prompts/knowledge_update.py",
          "judge_prompts/temporal_reasoning.py", "judge_prompts/multi_session_reasoning.py",
@@ -25,7 +27,8 @@ MODULES = ("data", "utils", "parse_utils", "llm_judge", "judge_prompts")
 
 
 def repo() -> Path:
-    return Path(os.environ.get("MMLB_MEMLENS_REPO", DEFAULT_REPO))
+    found = mirror_git("MMLB_MEMLENS_REPO", MIRROR)
+    return found if found is not None else Path(os.environ.get("MMLB_MEMLENS_REPO") or f".mirror/{MIRROR}/repo")
 
 
 def checkout(dest: Path) -> Path:

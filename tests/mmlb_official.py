@@ -24,8 +24,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.mirrors import mirror_git
+
 COMMIT = "22b9f27d311b60b37a94607b7dde92becc6fc2bb"
-DEFAULT_REPO = "/work/.mirror/EdinburghNLP+MMLongBench/repo"
+MIRROR = "EdinburghNLP+MMLongBench"  # where the fetch tool puts it: .mirror/<owner+repo>/repo above the checkout
 FILES = ("arguments.py", "data.py", "utils.py", "utils_prompt.py", "vlm_model/__init__.py",
          "vlm_model/model_utils.py", "vlm_model/qwen2_vl.py", "vlm_model/gemma3.py", "vlm_model/idefics.py",
          "vlm_model/llava_onevision.py")
@@ -34,7 +36,8 @@ CONFIGS = ("vrag_all.yaml", "vh_all.yaml", "mm_niah_text_all.yaml", "mm_niah_ima
 
 
 def repo() -> Path:
-    return Path(os.environ.get("MMLB_OFFICIAL_REPO", DEFAULT_REPO))
+    found = mirror_git("MMLB_OFFICIAL_REPO", MIRROR)
+    return found if found is not None else Path(os.environ.get("MMLB_OFFICIAL_REPO") or f".mirror/{MIRROR}/repo")
 
 
 def show(name: str) -> bytes:
