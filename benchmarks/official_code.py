@@ -26,6 +26,7 @@ import types
 from functools import lru_cache, partial
 from pathlib import Path
 
+
 def _mirrors() -> Path:
     """``$MMLB_MIRRORS``, else the nearest ``.mirror`` folder above this checkout (where the fetch
     tool puts repositories), else ``.mirror`` (then every official path is reported Missing)."""

@@ -7,15 +7,11 @@ puts it; tests that need it are skipped without it. Nothing of it is copied into
 from __future__ import annotations
 
 import importlib
-import os
-import subprocess
 import sys
 import types
 from pathlib import Path
 
-import pytest
-
-from tests.mirrors import mirror_git
+from tests.mirrors import mirror_git, show_or_skip
 
 COMMIT = "fd4c8d70538ee40758b4825372d46b717e6db346"
 MIRROR = "xrenaf+MEMLENS"  # where the fetch tool puts it: .mirror/<owner+repo>/repo above the checkout
@@ -26,24 +22,16 @@ FILES = ("data.py", "utils.py", "parse_utils.py", "llm_judge.py", "judge_prompts
 MODULES = ("data", "utils", "parse_utils", "llm_judge", "judge_prompts")
 
 
-def repo() -> Path:
-    found = mirror_git("MMLB_MEMLENS_REPO", MIRROR)
-    return found if found is not None else Path(os.environ.get("MMLB_MEMLENS_REPO") or f".mirror/{MIRROR}/repo")
+def repo() -> Path | None:
+    """The fetched repository's git directory, None when it is not here."""
+    return mirror_git("MMLB_MEMLENS_REPO", MIRROR)
 
 
 def checkout(dest: Path) -> Path:
     """The official files at :data:`COMMIT` written under ``dest`` (skips the test without the repo)."""
-    git_dir = repo()
-    if not git_dir.exists():
-        pytest.skip(f"the official MemLens repository is not fetched ({git_dir}; set MMLB_MEMLENS_REPO)")
     for name in FILES:
-        try:
-            data = subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{COMMIT}:{name}"], check=True,
-                                  capture_output=True).stdout
-        except (subprocess.CalledProcessError, FileNotFoundError) as err:
-            pytest.skip(f"cannot read {name} at {COMMIT[:7]} from {git_dir}: {err}")
         (dest / name).parent.mkdir(parents=True, exist_ok=True)
-        (dest / name).write_bytes(data)
+        (dest / name).write_bytes(show_or_skip("MMLB_MEMLENS_REPO", MIRROR, COMMIT, name))
     return dest
 
 

@@ -25,3 +25,17 @@ def git_show(git_dir: Path, commit: str, path: str) -> bytes:
     """One file of the mirror at ``commit``, unchanged."""
     return subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{commit}:{path}"], check=True,
                           capture_output=True).stdout
+
+
+def show_or_skip(env: str, name: str, commit: str, path: str) -> bytes:
+    """One file of mirror ``name`` at ``commit``; the calling test is skipped, with where to look,
+    when the mirror or the file is not there."""
+    import pytest
+
+    git_dir = mirror_git(env, name)
+    if git_dir is None:
+        pytest.skip(f"{name} is not fetched (no .mirror/{name}/repo above the checkout; set {env})")
+    try:
+        return git_show(git_dir, commit, path)
+    except (subprocess.CalledProcessError, FileNotFoundError) as err:
+        pytest.skip(f"cannot read {path} at {commit[:7]} from {git_dir}: {err}")

@@ -17,14 +17,11 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import subprocess
 import sys
 import types
 from pathlib import Path
 
-import pytest
-
-from tests.mirrors import mirror_git
+from tests.mirrors import show_or_skip
 
 COMMIT = "22b9f27d311b60b37a94607b7dde92becc6fc2bb"
 MIRROR = "EdinburghNLP+MMLongBench"  # where the fetch tool puts it: .mirror/<owner+repo>/repo above the checkout
@@ -35,21 +32,9 @@ CONFIGS = ("vrag_all.yaml", "vh_all.yaml", "mm_niah_text_all.yaml", "mm_niah_ima
            "summ_all.yaml", "docqa_all.yaml", "text_docqa_all.yaml", "text_rag_all.yaml")
 
 
-def repo() -> Path:
-    found = mirror_git("MMLB_OFFICIAL_REPO", MIRROR)
-    return found if found is not None else Path(os.environ.get("MMLB_OFFICIAL_REPO") or f".mirror/{MIRROR}/repo")
-
-
 def show(name: str) -> bytes:
     """One file of the official repository at :data:`COMMIT` (skips the test without the repo)."""
-    git_dir = repo()
-    if not git_dir.exists():
-        pytest.skip(f"the official MMLongBench repository is not fetched ({git_dir}; set MMLB_OFFICIAL_REPO)")
-    try:
-        return subprocess.run(["git", f"--git-dir={git_dir}", "show", f"{COMMIT}:{name}"], check=True,
-                              capture_output=True).stdout
-    except (subprocess.CalledProcessError, FileNotFoundError) as err:
-        pytest.skip(f"cannot read {name} at {COMMIT[:7]} from {git_dir}: {err}")
+    return show_or_skip("MMLB_OFFICIAL_REPO", MIRROR, COMMIT, name)
 
 
 def checkout(dest: Path) -> Path:

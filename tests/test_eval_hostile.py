@@ -79,7 +79,7 @@ def memlens_prompts():
     ``memlens_judge`` is then tested on its rules path alone)."""
     from tests import memlens_official
 
-    if not memlens_official.repo().exists():
+    if memlens_official.repo() is None:
         return None
     return memlens_official.checkout(Path(tempfile.mkdtemp(prefix="memlens_prompts_")))
 
