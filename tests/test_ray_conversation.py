@@ -1,0 +1,44 @@
+"""The Ray path reads what a MemLens row needs to be sent as its conversation: without the
+``sessions``, ``question`` and ``question_date`` columns a replica sent the flattened prompt as one
+user turn, and ``--label-images`` was lost (the single-process runner sends the multi-turn chat)."""
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from mmlbdata.runner.core import make_request
+from mmlbdata.runner.ray_run import ROW_COLUMNS, _keep_rows, row_columns
+
+SESSIONS = [{"date": "2024/01/02 (Tue) 10:00",
+             "turns": [{"role": "user", "content": "Look <image> at this", "images": [0]},
+                       {"role": "assistant", "content": "A cat.", "images": []}]}]
+
+
+def _metadata(path):
+    row = {"id": "q0", "prompt": "flattened context and question", "images_file_names": ["images/m/x/ab/ab.png"],
+           "metric": "memlens_judge", "meta": json.dumps({"category": "ie"}), "num_tokens": 12,
+           "question": "What animal?", "question_date": "2024/01/03 (Wed) 09:00", "sessions": SESSIONS,
+           "question_type": "ie"}
+    pq.write_table(pa.Table.from_pylist([row]), path)
+    return row
+
+
+def test_a_conversation_config_reads_its_conversation_columns(tmp_path):
+    path = tmp_path / "memlens_32k.metadata.parquet"
+    full = _metadata(path)
+    columns = row_columns(pq.read_schema(path).names, files_layout=True)
+    assert {"sessions", "question", "question_date"} <= set(columns)
+    table = _keep_rows(pq.read_table(path, columns=columns), "memlens_32k", ["q0"], root=str(tmp_path))
+    row = table.to_pylist()[0]
+    on_ray = make_request(row, "memlens_32k", None, 128, True, label_images=True)
+    alone = make_request({**full, "images": row["images"]}, "memlens_32k", None, 128, True, label_images=True)
+    assert on_ray.messages is not None and on_ray.messages == alone.messages
+    assert {"type": "text", "text": "[Image 1]"} in on_ray.content
+
+
+def test_other_configs_read_the_plain_columns(tmp_path):
+    names = ["id", "prompt", "images_file_names", "metric", "meta", "num_tokens", "question", "answers"]
+    assert row_columns(names, files_layout=True) == ["images_file_names" if c == "images" else c for c in ROW_COLUMNS]
+    assert row_columns(["images", *names], files_layout=False) == ROW_COLUMNS
