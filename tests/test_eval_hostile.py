@@ -44,6 +44,10 @@ EXAMPLES = {
     "longbench_f1": {"id": "lb", "answers": ["Ada Lovelace"], "meta": {"subset": "triviaqa"}},
     "lvb_mc": {"id": "v", "answers": ["A"]},
     "summ_judge": {"id": "g", "answers": ["expert"], "meta": {"keypoints": ["a", "b"]}},
+    # without a judge: the official rule metrics stand in (the judge's reply parsing: test_memlens_scoring.py)
+    "memlens_judge": {"id": "q1", "answers": ["brioche"], "question": "What do I bake now?",
+                      "question_type": "knowledge_update", "meta": {"category": "knowledge_update",
+                                                                    "old_answer": "bagel"}},
 }
 #: golds that crashed the project before (nan/inf in lists and numbers)
 HOSTILE_GOLDS = [
