@@ -42,3 +42,52 @@ def test_other_configs_read_the_plain_columns(tmp_path):
     names = ["id", "prompt", "images_file_names", "metric", "meta", "num_tokens", "question", "answers"]
     assert row_columns(names, files_layout=True) == ["images_file_names" if c == "images" else c for c in ROW_COLUMNS]
     assert row_columns(["images", *names], files_layout=False) == ROW_COLUMNS
+
+
+def test_ray_run_sends_memlens_rows_as_the_single_process_runner(tmp_path, real_data, tokenizer_path, monkeypatch):
+    """End to end: the tiny VLM through the chat template, 2 rows of a built MemLens config, with
+    ``--label-images``; each row's prompt tokens (and output) on Ray equal the single-process run's."""
+    import argparse
+    import sys
+    from pathlib import Path
+
+    import pytest
+
+    pytest.importorskip("ray")
+    pytest.importorskip("transformers")
+    import ray
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import memlens_fixture as fixture
+
+    from mmlbdata.cli import run as run_cmd
+    from mmlbdata.dataset.build import build_configs
+    from mmlbdata.runner.tiny import build_tiny_vlm
+
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf"))
+    root = fixture.write_release(tmp_path / "release", real_data, num_images=4)
+    built = tmp_path / "built"
+    assert all(r.ok for r in build_configs(["memlens_32k"], {"memlens": root}, built, progress=False,
+                                           tokenizer=tokenizer_path))
+    model = build_tiny_vlm(tmp_path / "tiny")
+
+    def cli(*argv) -> int:
+        parser = argparse.ArgumentParser(prog="mmlb")
+        run_cmd.register(parser.add_subparsers())
+        args = parser.parse_args([str(a) for a in argv])
+        return args.func(args)
+
+    common = ["--backend", "hf", "--model", model, "--device", "cpu", "--data", built, "--config", "memlens_32k",
+              "--limit", "2", "--max-new-tokens", "3", "--label-images"]
+    assert cli("run", *common, "--out", tmp_path / "single.jsonl") == 0
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        assert cli("run", "--ray", *common, "--out", tmp_path / "ray.jsonl") == 0
+    finally:
+        ray.shutdown()
+
+    def by_id(path):
+        return {r["id"]: (r["prediction"], r["prompt_tokens"]) for r in map(json.loads, path.read_text().splitlines())}
+
+    single = by_id(tmp_path / "single.jsonl")
+    assert len(single) == 2 and by_id(tmp_path / "ray.jsonl") == single
