@@ -197,14 +197,15 @@ class _RowGroup:
         self.decoded_bytes = 0
         self.images = {name: {"offsets": [0], "indices": [], "names": []} for name in image_columns}
 
-    def intern(self, path: str, read: Callable[[], bytes]) -> tuple[int, bool]:
+    def intern(self, path: str, read: Callable[[], bytes], sha256: Optional[str] = None) -> tuple[int, bool]:
         """Position of the image in this group's dictionary and whether its bytes are new to the
-        group; reads each path only once."""
+        group; reads each path only once, and hashes it only when ``sha256`` is not known (a store
+        object is named by it)."""
         position = self.index.get(path)
         new = False
         if position is None:
             blob = read()
-            digest = hashlib.sha256(blob).hexdigest()
+            digest = sha256 or hashlib.sha256(blob).hexdigest()
             position = self.by_digest.get(digest)
             if position is None:
                 position = self.by_digest[digest] = len(self.blobs)
@@ -302,7 +303,7 @@ class ConfigWriter:
         for column in self.image_columns:
             slots = group.images[column]
             for ref in row[column]:
-                position, new = group.intern(ref.path, ref.read_bytes)
+                position, new = group.intern(ref.path, ref.read_bytes, ref.sha256)
                 if new and group.digests[position] not in self._unique:  # distinct bytes, not names
                     self._unique.add(group.digests[position])
                     self.stats.num_unique_images += 1

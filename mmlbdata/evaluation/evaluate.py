@@ -282,13 +282,16 @@ def counts_missing(metric_options: dict | None) -> bool:
 
 def headline_rows(examples: list[dict], listed: list[tuple[dict, ScoreResult]], count_missing: bool):
     """(example, score, answered) for every example the headline averages, in config order: the
-    scored ones (official skips excepted), and the unanswered ones with 0 when ``count_missing``."""
+    scored ones (official skips excepted), and the unanswered ones with 0 when ``count_missing``,
+    but for a metric this run cannot score (a summary without a judge: its answers are left out as
+    unscorable, so a 0 for its unanswered examples alone would read as a score)."""
     results = {str(e["id"]): r for e, r in listed}
+    unscorable = {str(e.get("metric")) for e, r in listed if r.extra.get("unscorable")}
     rows = []
     for example in examples:
         result = results.get(str(example["id"]))
         if result is None:
-            if count_missing:
+            if count_missing and str(example.get("metric")) not in unscorable:
                 rows.append((example, 0.0, False))
         elif not result.extra.get("left_out"):
             rows.append((example, result.score, True))
@@ -361,9 +364,10 @@ def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_o
     }
 
 
-def _listed(result: dict) -> list[tuple[dict, ScoreResult]]:
-    """A config result's scored examples as (example stub, result) pairs for :func:`headline_rows`."""
-    return [({"id": row["id"]}, ScoreResult(row["score"], row["parsed"], row.get("extra", {})))
+def _listed(result: dict, examples: list[dict]) -> list[tuple[dict, ScoreResult]]:
+    """A config result's scored examples as (example, result) pairs for :func:`headline_rows`."""
+    by_id = {str(e["id"]): e for e in examples}
+    return [(by_id[row["id"]], ScoreResult(row["score"], row["parsed"], row.get("extra", {})))
             for row in result["examples"]]
 
 
@@ -442,7 +446,7 @@ def evaluate(predictions_path: str | Path, data_dir: str | Path, configs: list[s
         if built is not None and built != chosen.name:  # prompts of one protocol, scoring of the other
             result["problems"]["protocol_mismatch"] = {"built": built, "scored": chosen.name}
         report["configs"][config] = result
-        for example, score, _ in headline_rows(examples, _listed(result), counts_missing(metric_options)):
+        for example, score, _ in headline_rows(examples, _listed(result, examples), counts_missing(metric_options)):
             by_dataset[str(example.get("dataset"))].append(score)
     per_dataset = {k: mean(v) for k, v in sorted(by_dataset.items())}
     report["overall"] = {

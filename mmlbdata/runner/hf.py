@@ -101,7 +101,8 @@ class HFBackend:
         processor = self._processor()
         if self.profile is not None:  # one request at a time, as the official DataLoader (batch size 1)
             with stage(profile, "preprocess"):
-                inputs = [self.profile.inputs(processor, r.content, r.images, r.prefix) for r in requests]
+                inputs = [self.profile.inputs(processor, r.content, r.images, r.prefix, turns=r.messages)
+                          for r in requests]
             return HFPrepared(list(requests), inputs)
         with stage(profile, "preprocess"):
             texts = [self._text(processor, r) for r in requests]

@@ -99,10 +99,14 @@ class Profile:
         """Config changes made before the weights load (none by default)."""
 
     # -- one request -------------------------------------------------------------------------
-    def messages(self, content: list[dict], images: list, prefix: str) -> list[dict]:
+    def messages(self, content: list[dict], images: list, prefix: str,
+                 turns: Optional[list[dict]] = None) -> list[dict]:
         """The official ``format_chat``: text pieces and images in prompt order (an empty text
         piece before, between and after images, as ``re.split('(<image>)', ...)`` leaves them),
-        then the answer prefix as the assistant's turn."""
+        then the answer prefix as the assistant's turn. ``turns``: a multi-turn chat (a MemLens
+        row, runner/conversation.py) sent as its turns instead (:meth:`conversation`)."""
+        if turns is not None:
+            return self.conversation(turns, images, prefix)
         items: list[dict] = []
         for item in content:
             if item["type"] == "image":
@@ -121,6 +125,19 @@ class Profile:
         answer = [{"type": "text", "text": prefix}] if self.assistant_as_list else prefix
         return [{"role": "user", "content": items}, {"role": "assistant", "content": answer}]
 
+    def conversation(self, turns: list[dict], images: list, prefix: str) -> list[dict]:
+        """A chat's turns in the family's form, each turn's text and images in order (``format_chat``
+        shapes one MMLongBench prompt, not a conversation), then the answer prefix as the
+        assistant's turn, continued as for a single prompt."""
+        def item(part: dict) -> dict:
+            if part["type"] != "image":
+                return {"type": "text", "text": part["text"]}
+            return {"type": "image", self.image_key: images[part["index"]]} if self.image_key else {"type": "image"}
+
+        chat = [{"role": turn["role"], "content": [item(part) for part in turn["content"]]} for turn in turns]
+        answer = [{"type": "text", "text": prefix}] if self.assistant_as_list else prefix
+        return chat + [{"role": "assistant", "content": answer}]
+
     def open_images(self, values: list) -> list:
         """The images as PIL objects, as the wrapper opens its image files (subclasses convert)."""
         from PIL import Image
@@ -129,7 +146,8 @@ class Profile:
 
         return [Image.open(io.BytesIO(image_bytes(v))) for v in values]
 
-    def inputs(self, processor, content: list[dict], images: list, prefix: str):
+    def inputs(self, processor, content: list[dict], images: list, prefix: str,
+               turns: Optional[list[dict]] = None):
         raise NotImplementedError
 
     # -- generation --------------------------------------------------------------------------
@@ -181,10 +199,11 @@ class QwenVLProfile(Profile):
             text.rope_parameters = {"rope_type": "yarn", "mrope_section": [16, 24, 24], "factor": 4.0,
                                     "original_max_position_embeddings": 32768, "rope_theta": theta}
 
-    def inputs(self, processor, content: list[dict], images: list, prefix: str):
+    def inputs(self, processor, content: list[dict], images: list, prefix: str,
+               turns: Optional[list[dict]] = None):
         from qwen_vl_utils import process_vision_info
 
-        messages = self.messages(content, self.open_images(images), prefix)
+        messages = self.messages(content, self.open_images(images), prefix, turns)
         text = processor.apply_chat_template(messages, tokenize=False, continue_final_message=True)
         image_inputs, video_inputs = process_vision_info(messages)
         return processor(text=[text], images=image_inputs, videos=video_inputs, padding=True, return_tensors="pt")
@@ -202,10 +221,11 @@ class IdeficsProfile(Profile):
             kwargs["do_resize"] = False
         return kwargs
 
-    def inputs(self, processor, content: list[dict], images: list, prefix: str):
+    def inputs(self, processor, content: list[dict], images: list, prefix: str,
+               turns: Optional[list[dict]] = None):
         from transformers.image_utils import load_image
 
-        text = processor.apply_chat_template(self.messages(content, images, prefix), tokenize=False,
+        text = processor.apply_chat_template(self.messages(content, images, prefix, turns), tokenize=False,
                                              continue_final_message=True)
         pictures = [load_image(img) for img in self.open_images(images)]
         if self.options.image_resize is not None:
@@ -218,8 +238,9 @@ class Gemma3Profile(Profile):
     """gemma3.py: the chat template tokenises, images inside the messages."""
     image_key: Optional[str] = "image"
 
-    def inputs(self, processor, content: list[dict], images: list, prefix: str):
-        messages = self.messages(content, self.open_images(images), prefix)
+    def inputs(self, processor, content: list[dict], images: list, prefix: str,
+               turns: Optional[list[dict]] = None):
+        messages = self.messages(content, self.open_images(images), prefix, turns)
         return processor.apply_chat_template(messages, tokenize=True, continue_final_message=True,
                                              return_dict=True, return_tensors="pt")
 
@@ -236,8 +257,9 @@ class LlavaOnevisionProfile(Profile):
         grid = processor.image_processor.image_grid_pinpoints
         processor.image_processor.image_grid_pinpoints = [[w, h] for w, h in grid if (w // 384) * (h // 384) <= crops]
 
-    def inputs(self, processor, content: list[dict], images: list, prefix: str):
-        text = processor.apply_chat_template(self.messages(content, images, prefix), tokenize=False,
+    def inputs(self, processor, content: list[dict], images: list, prefix: str,
+               turns: Optional[list[dict]] = None):
+        text = processor.apply_chat_template(self.messages(content, images, prefix, turns), tokenize=False,
                                              continue_final_message=True)
         pictures = [img.convert("RGB") for img in self.open_images(images)]
         inputs = processor(text=text, images=pictures, padding=True, return_tensors="pt")

@@ -47,6 +47,8 @@ from mmlbdata.runner.pipeline import STAGES, batches, gpu_peak_memory, prepare_b
 log = logging.getLogger(__name__)
 
 ROW_COLUMNS = ["id", "prompt", "images", "metric", "meta", "num_tokens"]
+#: what make_request reads from a row with a conversation (MemLens): read where the config has them
+CONVERSATION_COLUMNS = ["sessions", "question", "question_date"]
 READ_CPUS = 0.1
 #: batches a replica holds at once: one preparing while one generates
 CALLS_PER_REPLICA = 2
@@ -210,11 +212,25 @@ def check_room(ray, replicas: int, cpus_per_replica: float) -> None:
                          f"(the cluster has {cpus:g}); lower --replicas or --cpus-per-replica")
 
 
+def row_columns(names: Sequence[str], files_layout: bool) -> list[str]:
+    """The columns a replica's :func:`make_request` reads, of a config whose columns are ``names``:
+    :data:`ROW_COLUMNS` (the files layout's images as their file names), and a conversation's
+    (:data:`CONVERSATION_COLUMNS`) where the config has one, so a MemLens row is sent as the
+    multi-turn chat (with ``--label-images``) as the single-process runner sends it."""
+    from mmlbdata.dataset.stats import IMAGE_FILES_COLUMN
+
+    columns = [IMAGE_FILES_COLUMN if files_layout and c == "images" else c for c in ROW_COLUMNS]
+    if "sessions" in names:
+        columns += [c for c in CONVERSATION_COLUMNS if c in names and c not in columns]
+    return columns
+
+
 def pending_dataset(data, configs: Sequence[str], out: Path, limit: Optional[int], stats: RunStats):
     """One Ray dataset of every config's pending rows, and how many there are."""
+    import pyarrow.parquet as pq
     import ray.data
 
-    from mmlbdata.dataset.stats import IMAGE_FILES_COLUMN, is_files_layout
+    from mmlbdata.dataset.stats import is_files_layout
 
     parts, total = [], 0
     for config in dict.fromkeys(configs):  # a config named twice is read once
@@ -228,7 +244,7 @@ def pending_dataset(data, configs: Sequence[str], out: Path, limit: Optional[int
         # reading is light: a fraction of a CPU, so replicas holding whole CPUs never starve it;
         # shards past the --limit rows are never read (their image bytes are the bulk)
         files_layout = is_files_layout(files[0])
-        columns = [IMAGE_FILES_COLUMN if files_layout and c == "images" else c for c in ROW_COLUMNS]
+        columns = row_columns(pq.read_schema(files[0], filesystem=filesystem).names, files_layout)
         ds = ray.data.read_parquet(files[:shards], filesystem=filesystem,
                                    num_cpus=READ_CPUS).select_columns(columns)
         # files layout: image paths relative to the metadata file's folder (local or hf://)
