@@ -194,3 +194,33 @@ def test_configs_of_one_family_built_at_once_give_the_sequential_folder(tmp_path
     first, second = _files(tmp_path / "sequential"), _files(tmp_path / "parallel")
     assert sorted(first) == sorted(second)
     assert [name for name in first if first[name] != second[name]] == []
+
+
+def test_a_build_checks_only_the_manifests_its_repartitioning_touched_unless_one_was_killed(tmp_path, monkeypatch):
+    """Each build refreshes the manifests of the configs whose metadata its re-partitioning rewrote,
+    not every config of the folder (hashing all metadata at every build grows with the square of the
+    configs in a full build); a build killed between re-partitioning and that refresh leaves a mark,
+    and the next build then checks every config, so the folder is repaired."""
+    from mmlbdata.dataset import build as build_module
+    from mmlbdata.dataset.partitions import relayout_pending_path
+
+    refs = _images(ImageStore(tmp_path / "store"), 7)
+    out = tmp_path / "mmlb"
+    _build(out, refs, ["toy_8k", "toy_32k"])
+    hashed = []
+    real_digest = build_module.file_digest
+    monkeypatch.setattr(build_module, "file_digest", lambda path, algo: hashed.append(Path(path).name) or
+                        real_digest(path, algo))
+    _build(out, refs, ["other_8k"])  # shares image 3 with toy_8k only: toy_8k's metadata is rewritten
+    # itself (its new images left its staging prefix) and toy_8k; toy_32k's metadata is not read
+    assert sorted(hashed) == ["other_8k.metadata.parquet", "toy_8k.metadata.parquet"]
+    assert not relayout_pending_path(out, "toy").exists()
+    stale = json.loads((out / "manifests" / "toy_8k.json").read_text())
+    stale["stats"]["fingerprint"] = "from a build killed before its refresh"
+    (out / "manifests" / "toy_8k.json").write_text(json.dumps(stale))
+    relayout_pending_path(out, "toy").write_text("12345-1")  # the mark of a build killed before its refresh
+    hashed.clear()
+    _build(out, refs, ["toy_32k"])
+    assert set(hashed) == {"toy_8k.metadata.parquet", "toy_32k.metadata.parquet", "other_8k.metadata.parquet"}
+    assert completed_stats(out, "toy_8k", {**REQUESTED, "length": 8192}) is not None  # repaired
+    assert not relayout_pending_path(out, "toy").exists()

@@ -33,9 +33,12 @@ from mmlbdata.core import locks
 from mmlbdata.core.report import BuildReport, source_label
 from mmlbdata.core.schema import FEATURES
 from mmlbdata.core.store import ImageStore
-from mmlbdata.sources.download import file_digest
 from mmlbdata.dataset.demo import is_demo
-from mmlbdata.dataset.partitions import family_lock_path
+from mmlbdata.dataset.partitions import (
+    family_lock_path,
+    image_group_of,
+    relayout_pending_path,
+)
 from mmlbdata.dataset.registry import UnknownConfigError, all_configs, resolve
 from mmlbdata.dataset.stats import image_paths, shard_files
 from mmlbdata.dataset.writer import (
@@ -48,6 +51,7 @@ from mmlbdata.dataset.writer import (
     write_config,
     write_manifest,
 )
+from mmlbdata.sources.download import file_digest
 
 logger = logging.getLogger("mmlbdata")
 
@@ -190,7 +194,7 @@ def store_config(out_dir: os.PathLike, config: str, rows: Iterable[dict], featur
     created = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
     # the files layout shares one image tree per family: every length of it stores an image once
-    writer_options.setdefault("image_group", _image_group((manifest or {}).get("family")))
+    writer_options.setdefault("image_group", image_group_of((manifest or {}).get("family")))
     try:
         with locks.hold(config_lock_path(out_dir, config), what=f"another build of {config} into {out_dir}"):
             stats = write_config(out_dir, config, rows, features, **writer_options)
@@ -203,7 +207,7 @@ def store_config(out_dir: os.PathLike, config: str, rows: Iterable[dict], featur
             from mmlbdata.dataset.card import sync_readme, update_readme
 
             update_readme(out_dir, config, features, stats, written=True)
-            relaid = refresh_relaid_manifests(out_dir, writer_options["image_group"]) \
+            relaid = refresh_relaid_manifests(out_dir, writer_options["image_group"], stats.relayout) \
                 if (writer_options.get("layout") or DEFAULT_LAYOUT) == "files" else []
             if relaid:
                 sync_readme(out_dir, relaid)
@@ -214,34 +218,37 @@ def store_config(out_dir: os.PathLike, config: str, rows: Iterable[dict], featur
         raise
 
 
-RUN_ONLY_STATS = ("seconds", "images_written", "image_dirs")
+RUN_ONLY_STATS = ("seconds", "images_written", "image_dirs", "relayout")
 
 
-def refresh_relaid_manifests(out_dir: Path, group: str) -> list[str]:
+def refresh_relaid_manifests(out_dir: Path, group: str, relayout: Optional[dict]) -> list[str]:
     """Configs whose metadata a build's re-partitioning rewrote (their images moved to an earlier
     config's partition) after their manifest was written: their manifests get the new metadata's
     fingerprint and size, so push uploads them and resume keeps them; returned for their README
-    entries."""
+    entries. ``relayout`` (the writer's ``stats.relayout``): the configs it rewrote are checked;
+    every built config is when another build's mark was found (one killed before this refresh, or
+    running beside this one), so the next build repairs a folder. The mark goes once the build that
+    wrote it last has refreshed."""
     refreshed = []
     with locks.hold(family_lock_path(out_dir, group)):
-        for name in sorted(built_configs(out_dir)["files"]):
+        relayout = relayout or {"relaid": [], "token": None, "check_all": True}
+        names = sorted(built_configs(out_dir)["files"]) if relayout["check_all"] else sorted(relayout["relaid"])
+        for name in names:
             manifest = read_manifest(out_dir, name)
             path = metadata_path(out_dir, name)
             stats = (manifest or {}).get("stats") or {}
-            if not manifest or stats.get("fingerprint") == file_digest(path, "sha256"):
+            digest = file_digest(path, "sha256") if manifest and path.is_file() else None
+            if digest is None or stats.get("fingerprint") == digest:
                 continue
             size = path.stat().st_size
-            stats.update(fingerprint=file_digest(path, "sha256"), metadata_bytes=size,
+            stats.update(fingerprint=digest, metadata_bytes=size,
                          num_bytes=stats.get("num_bytes", 0) - stats.get("metadata_bytes", 0) + size)
             write_manifest(out_dir, name, {**manifest, "stats": stats})
             refreshed.append(name)
+        mark = relayout_pending_path(out_dir, group)
+        if mark.exists() and mark.read_text() in (relayout["token"], ""):  # a later build's mark stays
+            mark.unlink()
     return refreshed
-
-
-def _image_group(family: Optional[str]) -> str:
-    """The ``images/<group>`` folder of a family's configs (``shared`` when none is known)."""
-    group = "".join(c if c.isalnum() or c in "-_" else "_" for c in (family or ""))
-    return group or "shared"
 
 
 def available_cpus() -> int:

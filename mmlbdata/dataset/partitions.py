@@ -24,6 +24,7 @@ whatever the build order (tests/test_partitions.py builds both orders). Users ar
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 import re
@@ -59,6 +60,18 @@ def partition_name(users: list[str]) -> str:
 def family_lock_path(out_dir: Path, group: str) -> Path:
     """One lock per image family: placing images and re-partitioning them are serialised."""
     return Path(out_dir) / f".mmlb-images-{group}.lock"
+
+
+def image_group_of(family: Optional[str]) -> str:
+    """The ``images/<group>`` folder of a family's configs (``shared`` when none is known)."""
+    group = "".join(c if c.isalnum() or c in "-_" else "_" for c in (family or ""))
+    return group or "shared"
+
+
+def relayout_pending_path(out_dir: Path, group: str) -> Path:
+    """Present from a re-partitioning until the build has refreshed the manifests it touched: a
+    build killed in between leaves it, and the next build of the family then checks every config."""
+    return Path(out_dir) / f".mmlb-relayout-{group}.pending"
 
 
 def image_key(relative: str) -> str:
@@ -111,6 +124,8 @@ def relayout_images(out_dir: os.PathLike, group: str) -> tuple[list[str], dict[s
     prefix = f"{IMAGES_DIR}/{group}/"
     users: list[tuple[str, Path, list[str]]] = []
     for path in sorted(out_dir.glob(f"*{METADATA_SUFFIX}")):
+        if _other_family(out_dir, path.name[:-len(METADATA_SUFFIX)], group):
+            continue  # its manifest names another family: none of its images lie under this group
         names = [name for name in metadata_image_names(path) if name.startswith(prefix)]
         if names:
             users.append((path.name[:-len(METADATA_SUFFIX)], path, names))
@@ -132,6 +147,17 @@ def relayout_images(out_dir: os.PathLike, group: str) -> tuple[list[str], dict[s
             rewrite_metadata(path, moves)
             changed.append(config)
     return sorted(changed), folders
+
+
+def _other_family(out_dir: Path, config: str, group: str) -> bool:
+    """Whether ``config``'s manifest says it belongs to another image group (a config without a
+    readable manifest is read, to be safe): a folder of many families reads only its own family's
+    metadata at each config close."""
+    try:
+        family = json.loads((out_dir / "manifests" / f"{config}.json").read_text()).get("family")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return image_group_of(family) != group
 
 
 def _move_image(out_dir: Path, group: str, current: str, relative: str, partitions: list[Path]) -> None:

@@ -72,6 +72,7 @@ from mmlbdata.dataset.partitions import (
     metadata_image_names,
     partition_dirs,
     relayout_images,
+    relayout_pending_path,
 )
 from mmlbdata.sources.download import file_digest
 
@@ -155,6 +156,9 @@ class ConfigStats:
     metadata_bytes: int = 0  # files layout: the <config>.metadata.parquet alone
     images_written: int = 0  # files layout: image files this build added to the folder
     image_dirs: Optional[list] = None  # files layout: the partitions its rows use (README data files)
+    # files layout: the re-partitioning's configs whose metadata it rewrote, its mark, and whether
+    # another build's mark was there (build.refresh_relaid_manifests)
+    relayout: Optional[dict] = None
 
     def add(self, row: dict[str, Any]) -> None:
         tokens = int(row["num_tokens"])
@@ -533,7 +537,11 @@ class FilesConfigWriter:
             self.stats.images_written = self._place_staged()  # images first: a listed config never lacks one
             os.replace(self.partial, self.final)
             # each image to the partition of the first config (shortest first) using it
+            mark = relayout_pending_path(self.out_dir, self.image_group)  # until the build refreshes manifests
+            token, left = f"{os.getpid()}-{time.time_ns()}", mark.exists()  # left: a killed or parallel build
+            mark.write_text(token)
             self.relaid, folders = relayout_images(self.out_dir, self.image_group)
+            self.stats.relayout = {"relaid": self.relaid, "token": token, "check_all": left}
             self.stats.image_dirs = folders.get(self.config, [])
         shutil.rmtree(self.staging, ignore_errors=True)
         if not self._placed:
