@@ -19,10 +19,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import subprocess
+import sys
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
 
@@ -67,6 +71,16 @@ class LoopbackHub:
     @property
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def run_client(self, code: str, *args: str, hf_home, extra_env: dict | None = None, timeout: int = 300) -> str:
+        """Run ``python -c code *args`` in a fresh process that reads this Hub (online, its own
+        ``hf_home`` cache, the project importable); its stdout, after it exited 0."""
+        env = {**os.environ, "HF_ENDPOINT": self.endpoint, "HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0",
+               "HF_HOME": str(hf_home), "PYTHONPATH": str(Path(__file__).resolve().parents[1]), **(extra_env or {})}
+        done = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True,
+                              timeout=timeout)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done.stdout
 
     def _find_repo(self, rest: str) -> tuple[str, str]:
         """Split ``<owner>/<name>/<tail>`` on a known repo id."""

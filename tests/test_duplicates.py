@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import datasets
@@ -160,6 +157,7 @@ def test_twinned_configs_load_from_the_folder_and_the_hub_alike(twin_builds, tmp
     """In a fresh process, in memory and streaming, from the folder and from a pushed repository
     on a loopback Hub: every row gives its images, the folder's and the Hub's the same."""
     from loopback_hub import LoopbackHub
+
     from mmlbdata.dataset.card import render_card
     from mmlbdata.dataset.hub import FolderUploader, push_folder
 
@@ -173,12 +171,9 @@ def test_twinned_configs_load_from_the_folder_and_the_hub_alike(twin_builds, tmp
         assert sorted(p for p in pushed if p.startswith("images/")) == \
             sorted(p.relative_to(out).as_posix() for p in (out / "images").rglob("*") if p.is_file())
     with LoopbackHub(repos={"org/twins": pushed}) as server:
-        env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_DATASETS_CACHE": str(tmp_path / "hf" / "datasets"),
-               "HF_ENDPOINT": server.endpoint, "HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0"}
-        done = subprocess.run([sys.executable, "-c", READ, CONFIGS[0], str(out), "org/twins"], env=env,
-                              capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    got = json.loads(done.stdout.strip().splitlines()[-1])
+        stdout = server.run_client(READ, CONFIGS[0], str(out), "org/twins", hf_home=tmp_path / "hf",
+                                   extra_env={"HF_DATASETS_CACHE": str(tmp_path / "hf" / "datasets")})
+    got = json.loads(stdout.strip().splitlines()[-1])
     rows = got[f"{out} False"]
     assert len(rows) == read_manifest(out, CONFIGS[0])["stats"]["num_rows"] and all(rows)
     assert got == {f"{where} {streaming}": rows for where in (out, "org/twins") for streaming in (False, True)}

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import io
 import os
-from pathlib import Path
 
 import datasets
 import numpy as np
 import pytest
 from PIL import Image
 
-from mmlbdata.dataset.build import completed_stats, store_config
 from mmlbdata.core.schema import make_example
-from mmlbdata.dataset.stats import config_stats, configs_in, shard_files
 from mmlbdata.core.store import ImageStore
+from mmlbdata.dataset.build import completed_stats, store_config
+from mmlbdata.dataset.stats import config_stats, configs_in, shard_files
 
 
 def _images(store, count):
@@ -166,10 +165,9 @@ def test_a_pushed_repo_loads_from_a_hub_endpoint_like_the_folder(tmp_path):
     """Push (FolderUploader) then serve the repo on a loopback Hub: in memory, streaming and
     `mmlb run`'s reader give the folder's rows, image for image."""
     import json
-    import subprocess
-    import sys
 
     from loopback_hub import LoopbackHub
+
     from mmlbdata.dataset.hub import FolderUploader, push_folder
 
     refs = _images(ImageStore(tmp_path / "store"), 5)
@@ -180,12 +178,8 @@ def test_a_pushed_repo_loads_from_a_hub_endpoint_like_the_folder(tmp_path):
     pushed = {p.relative_to(repo).as_posix(): p.read_bytes() for p in sorted(repo.rglob("*")) if p.is_file()}
     assert sum(name.startswith("images/") for name in pushed) == 5
     with LoopbackHub(repos={"org/toy": pushed}) as server:
-        env = {**os.environ, "HF_ENDPOINT": server.endpoint, "HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0",
-               "HF_HOME": str(tmp_path / "hf"), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-        done = subprocess.run([sys.executable, "-c", HUB_READ, "org/toy", "toy_8k"], env=env,
-                              capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    got = json.loads(done.stdout.strip().splitlines()[-1])
+        stdout = server.run_client(HUB_READ, "org/toy", "toy_8k", hf_home=tmp_path / "hf")
+    got = json.loads(stdout.strip().splitlines()[-1])
     local = datasets.load_dataset(str(tmp_path / "files"), "toy_8k", split="test")
     want = [[im.convert("RGB").tobytes().hex()[:64] + str(im.size) for im in row["images"]] for row in local]
     assert got["False"] == want and got["True"] == want

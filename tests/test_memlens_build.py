@@ -214,10 +214,9 @@ print(json.dumps([[row["id"], row["sessions"], [hashlib.sha256(image_bytes(i)).h
 def test_pushed_repo_holds_each_image_once_and_loads_from_a_hub_endpoint(built, tmp_path, monkeypatch):
     """From the Hub side: the four lengths pushed (FolderUploader), every image once in the repo,
     and the rows streamed from a loopback Hub equal the folder's, sessions and images."""
-    import os
-    import subprocess
 
     from loopback_hub import LoopbackHub
+
     from mmlbdata.dataset.hub import FolderUploader, push_folder
 
     root, out, _ = built
@@ -229,15 +228,11 @@ def test_pushed_repo_holds_each_image_once_and_loads_from_a_hub_endpoint(built, 
     distinct = sum(p.stat().st_size for p in (root / "release_images").iterdir())
     assert 0 < image_bytes <= 1.1 * distinct, (image_bytes, distinct)
     with LoopbackHub(repos={"org/memlens": pushed}) as server:
-        env = {**os.environ, "HF_ENDPOINT": server.endpoint, "HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0",
-               "HF_HOME": str(tmp_path / "hf"), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-        done = subprocess.run([sys.executable, "-c", HUB_READ, "org/memlens", "memlens_256k"], env=env,
-                              capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
+        stdout = server.run_client(HUB_READ, "org/memlens", "memlens_256k", hf_home=tmp_path / "hf")
     local = _rows(out, "memlens_256k", monkeypatch, tmp_path)
     want = [[r["id"], r["sessions"], [hashlib.sha256(Path(i["path"]).read_bytes()).hexdigest() for i in r["images"]]]
             for r in local]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == want
+    assert json.loads(stdout.strip().splitlines()[-1]) == want
 
 
 def test_rows_over_their_length_are_kept_and_flagged(tmp_path, real_data, tokenizer_path):

@@ -3,9 +3,6 @@ images its rows use, from a folder and from a Hub, whatever order the configs we
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from test_layout import _images, _rows
@@ -84,14 +81,10 @@ def test_an_in_memory_load_from_the_hub_downloads_only_its_own_images(tmp_path):
     repo = hub.repo_dir("org/toy")
     for config in PATTERNS:
         with LoopbackHub(repos={"org/toy": _files(repo)}) as server:
-            env = {**os.environ, "HF_ENDPOINT": server.endpoint, "HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0",
-                   "HF_HOME": str(tmp_path / f"hf-{config}")}
-            done = subprocess.run([sys.executable, "-c", HUB_LOAD, "org/toy", config], env=env,
-                                  capture_output=True, text=True, timeout=300)
-            assert done.returncode == 0, done.stderr[-3000:]
+            stdout = server.run_client(HUB_LOAD, "org/toy", config, hf_home=tmp_path / f"hf-{config}")
             got = {path.split("/resolve/", 1)[1].split("/", 1)[1] for method, path in server.requests
                    if method == "GET" and "/resolve/" in path and "/images/" in path}
-        assert int(done.stdout.split()[-1]) == sum(len(row) for row in PATTERNS[config])
+        assert int(stdout.split()[-1]) == sum(len(row) for row in PATTERNS[config])
         assert got == set(image_paths(out / f"{config}.metadata.parquet")), config
         assert json.loads(json.dumps(sorted(got)))  # named, not empty
 
@@ -118,13 +111,9 @@ def test_streaming_from_the_hub_fetches_the_images_of_the_rows_read(tmp_path):
     hub = FolderUploader(tmp_path / "hub")
     push_folder(out, "org/toy", uploader=hub, card=True)
     with LoopbackHub(repos={"org/toy": _files(hub.repo_dir("org/toy"))}) as server:
-        env = {**os.environ, "HF_ENDPOINT": server.endpoint, "HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0",
-               "HF_HOME": str(tmp_path / "hf")}
-        done = subprocess.run([sys.executable, "-c", HUB_STREAM_FIRST_ROW, "org/toy", "toy_8k"], env=env,
-                              capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stderr[-3000:]
+        stdout = server.run_client(HUB_STREAM_FIRST_ROW, "org/toy", "toy_8k", hf_home=tmp_path / "hf")
         fetched = {path for method, path in server.requests if method == "GET" and "/images/" in path}
-    assert done.stdout.split()[0] == "1"
+    assert stdout.split()[0] == "1"
     assert [path.rsplit("/", 1)[1] for path in fetched] == [f"{file_sha256(refs[0].path)}.jpg"]
 
 
