@@ -101,3 +101,43 @@ def test_a_local_folder_is_read_with_pyarrow_as_datasets_streams_it(tmp_path):
     want = [{k: v for k, v in row.items() if k in EXAMPLE_COLUMNS} for row in streamed]
     got = load_examples(folder, "vhsingle_8k")
     assert got == want and [r["id"] for r in got] == [f"x{i}" for i in range(7)] and "images" not in got[0]
+
+
+def _category_rows(meta_for) -> list[dict]:
+    """Rows of one dataset and length whose metas differ per row (as MMNeedle's and MM-NIAH's do)."""
+    return [{"id": f"m{i}", "dataset": "mmneedle_single", "length": 8192, "meta": meta_for(i),
+             "answers": ["1, 1, 1"], "metric": "mmneedle"} for i in range(12)]
+
+
+def test_labels_follow_a_category_in_meta_however_the_meta_text_spells_it():
+    """The engine skips parsing metas that cannot name a category; one that does, even with its key
+    written as JSON escapes, still wins over the dataset's category (category_of, per row)."""
+    escaped = '{"\\u0063ategory": "Escaped", "i": %d}'
+    for meta_for, want in ((lambda i: json.dumps({"i": i}), {"NIAH": 12}),
+                           (lambda i: escaped % i if i % 3 == 0 else json.dumps({"i": i}), {"Escaped": 4, "NIAH": 8}),
+                           (lambda i: json.dumps({"category": "Plain"}) if i < 5 else "", {"Plain": 5, "NIAH": 7})):
+        rows = _category_rows(meta_for)
+        report = evaluate_config(rows, {r["id"]: {"prediction": "1, 1, 1"} for r in rows}, {"*": {"parity": "official"}})
+        assert {k: v["n"] for k, v in report["by_category"].items()} == want
+        assert want == {c: sum(category_of(r) == c for r in rows) for c in want}
+
+
+def test_mmneedle_reads_k_from_meta_even_when_escaped_and_skips_metas_without_it():
+    from mmlbdata.evaluation.metrics.mmneedle import gold_of
+
+    assert gold_of({"answers": ["1, 1, 1"], "meta": '{"k": 2}'}) == ("1, 1, 1", True, 2)
+    assert gold_of({"answers": ["1, 1, 1"], "meta": '{"\\u006b": 2}'}) == ("1, 1, 1", True, 2)
+    assert gold_of({"answers": ["-1"], "meta": '{"depth": 3, "kk": 4}'}) == ("-1", False, None)
+    assert gold_of({"answers": "2, 1, 1", "meta": {"k": 1}}) == ("2, 1, 1", False, 1)
+
+
+def test_only_metrics_that_read_the_row_get_it():
+    """``_row`` (the official binary_acc default-answer cycle) is set for the metrics that read it,
+    and the config's other rows are left as they were given."""
+    rows = [{"id": f"v{i}", "dataset": "vh_single", "length": 8192, "answers": ["Yes"], "metric": "binary_acc"}
+            for i in range(4)] + [{"id": "c0", "dataset": "cars196", "length": 8192, "answers": ["a"], "metric": "cls_acc"}]
+    cls_only = [dict(rows[-1])]
+    evaluate_config(cls_only, {"c0": {"prediction": "a"}}, {"*": {"parity": "official"}})
+    assert "_row" not in cls_only[0]
+    evaluate_config(rows, {r["id"]: {"prediction": "maybe"} for r in rows[1:]}, {"*": {"parity": "official"}})
+    assert [r.get("_row") for r in rows] == [0, 1, 2, 3, 4]  # the unanswered first row keeps the cycle's place

@@ -12,6 +12,8 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import repeat
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Iterable
 
@@ -241,22 +243,33 @@ def category_of(example: dict) -> str:
     return dataset
 
 
-class _Labels:
-    """(category, length label) of a config's examples, each worked out once per distinct
-    (dataset, meta text, length): a config has one or a few of them, not one per example."""
+def _label_groups(rows: list[dict]) -> dict[tuple[str, str], list[int]]:
+    """{(category, length label): positions in ``rows``}, in first-seen order. The labels are
+    worked out once per distinct (dataset, length, meta that names a category): a config has one
+    or a few of them, and a meta text without the word "category" cannot name one, so the
+    per-example metas (MMNeedle's, MM-NIAH's) are never parsed here."""
+    try:
+        datasets, lengths, metas = (set(map(itemgetter(key), rows)) for key in ("dataset", "length", "meta"))
+    except (KeyError, TypeError):  # rows without a column, or meta mappings (not read from a built dataset)
+        return _group_positions([(category_of(r), length_label(r.get("length"))) for r in rows])
+    if any(not isinstance(m, str) or "category" in m or "\\u" in m for m in metas if m):
+        keys = list(zip(map(itemgetter("dataset"), rows), map(itemgetter("length"), rows), map(itemgetter("meta"), rows)))
+    elif len(datasets) == 1 and len(lengths) == 1:  # one label: the common case, no per-row work
+        return {(category_of(rows[0]), length_label(rows[0]["length"])): list(range(len(rows)))}
+    else:  # no meta names a category: (dataset, length) decide
+        keys = list(zip(map(itemgetter("dataset"), rows), map(itemgetter("length"), rows)))
+    label_of = {}
+    for key, row in zip(keys, rows):
+        if key not in label_of:
+            label_of[key] = (category_of(row), length_label(row["length"]))
+    return _group_positions([label_of[key] for key in keys])
 
-    def __init__(self) -> None:
-        self.known: dict[tuple, tuple[str, str]] = {}
 
-    def of(self, example: dict) -> tuple[str, str]:
-        key = (example.get("dataset"), example.get("meta"), example.get("length"))
-        try:
-            return self.known[key]
-        except KeyError:
-            labels = self.known[key] = (category_of(example), length_label(key[2]))
-            return labels
-        except TypeError:  # a meta mapping (a row not read from a built dataset): worked out for it alone
-            return category_of(example), length_label(key[2])
+def _group_positions(labels: list) -> dict:
+    groups: dict = {}
+    for position, label in enumerate(labels):
+        groups.setdefault(label, []).append(position)
+    return groups
 
 
 def _table(values: Iterable[tuple]) -> dict:
@@ -267,8 +280,36 @@ def _table(values: Iterable[tuple]) -> dict:
     for key, score, *was_answered in values:
         groups[key].append(score)
         answered[key] += bool(was_answered[0]) if was_answered else 1
-    return {k: {"score": mean(groups[k]), "n": len(groups[k]), "answered": answered[k],
-                **uncertainty.summary(groups[k])} for k in sorted(groups, key=_length_key)}
+    return {k: _cell(groups[k], answered[k]) for k in sorted(groups, key=_length_key)}
+
+
+def _cell(scores: list[float], answered: int, summary: dict | None = None) -> dict:
+    """One table cell: mean, count, answered, stderr and bootstrap interval (``summary``: those two
+    already worked out for the same scores)."""
+    return {"score": mean(scores), "n": len(scores), "answered": answered,
+            **(summary if summary is not None else uncertainty.summary(scores))}
+
+
+def _label_tables(groups: dict, scores: list[float], answered: list[bool] | None, summary: dict) -> tuple:
+    """(by_category, by_length, by_category_length) of the headline rows grouped by ``groups``
+    (``answered``: None when every row was answered). One group is the headline itself: its
+    cells reuse the headline's ``summary``."""
+    if len(groups) == 1:
+        [(category, length)] = groups
+        count = len(scores) if answered is None else sum(answered)
+        cell = _cell(scores, count, summary)
+        return ({category: cell}, {length: dict(cell)},
+                {f"{category}|{length}": {"score": cell["score"], "n": cell["n"]}})
+    label_at = [None] * len(scores)
+    for label, positions in groups.items():
+        for i in positions:
+            label_at[i] = label
+    labelled = list(zip(label_at, scores, answered if answered is not None else repeat(True)))  # headline order
+    by_category = _table((category, s, a) for (category, _), s, a in labelled)
+    by_length = _table((length, s, a) for (_, length), s, a in labelled)
+    cells = {f"{c}|{l}": {"score": mean([scores[i] for i in positions]), "n": len(positions)}
+             for (c, l), positions in sorted(groups.items())}
+    return by_category, by_length, cells
 
 
 def counts_missing(metric_options: dict | None) -> bool:
@@ -286,16 +327,25 @@ def headline_rows(examples: list[dict], listed: list[tuple[dict, ScoreResult]], 
     but for a metric this run cannot score (a summary without a judge: its answers are left out as
     unscorable, so a 0 for its unanswered examples alone would read as a score)."""
     results = {str(e["id"]): r for e, r in listed}
-    unscorable = {str(e.get("metric")) for e, r in listed if r.extra.get("unscorable")}
-    rows = []
-    for example in examples:
-        result = results.get(str(example["id"]))
+    return _headline(examples, [results.get(str(e["id"])) for e in examples], count_missing)
+
+
+def _headline(rows: list[dict], result_at: list, count_missing: bool) -> list[tuple[dict, float, bool]]:
+    """:func:`headline_rows` on the config's rows and each row's result (None: unanswered)."""
+    unscorable = {str(row.get("metric")) for row, r in zip(rows, result_at) if r is not None and r.extra
+                  and r.extra.get("unscorable")}
+    out = []
+    for row, result in zip(rows, result_at):
         if result is None:
-            if count_missing and str(example.get("metric")) not in unscorable:
-                rows.append((example, 0.0, False))
+            if count_missing and str(row.get("metric")) not in unscorable:
+                out.append((row, 0.0, False))
         elif not result.extra.get("left_out"):
-            rows.append((example, result.score, True))
-    return rows
+            out.append((row, result.score, True))
+    return out
+
+
+_ID = itemgetter("id")
+_SCORE = attrgetter("score")
 
 
 def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_options: dict | None = None,
@@ -307,61 +357,108 @@ def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_o
     meta groups (answered only); per-example {id, score, parsed}; problems (unknown ids, missing
     predictions). ``protocol``: MMLongBench's (``mmlbdata.official.protocol``; None: the ``protocol``
     of ``metric_options["*"]``, else v1.1)."""
+    return _evaluate_config(examples, predictions, metric_options, protocol)[0]
+
+
+def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
+    """:func:`evaluate_config`, and the headline rows ((example, score, answered), config order)
+    that :func:`evaluate` sums per dataset. Per-config work is done once per config (metric
+    options, labels per distinct dataset/length/meta, one bootstrap where a table has one cell);
+    per-example work is the scoring and the row of the report."""
     metric_options = dict(metric_options or {})
     if protocol is not None:
         from mmlbdata.official.protocol import get as get_protocol
 
         metric_options["*"] = {**metric_options.get("*", {}), "protocol": get_protocol(protocol).name}
-    by_id = {str(e["id"]): e for e in examples}
-    for row, example in enumerate(examples):
-        example.setdefault(ROW_KEY, row)  # official binary_acc's default answer depends on it
-    unknown = sorted(i for i in predictions if i not in by_id)
-    missing = sorted(i for i in by_id if i not in predictions)
-    scored: list[tuple[dict, ScoreResult]] = []
-    metrics_out, groups_out = {}, defaultdict(dict)
-    by_metric = defaultdict(list)
-    for ident, example in by_id.items():
-        if ident in predictions:
-            by_metric[example["metric"]].append(example)
-    for name, exs in sorted(by_metric.items()):
+    ids = list(map(str, map(_ID, examples)))
+    by_id = dict(zip(ids, examples))
+    rows = examples if len(by_id) == len(ids) else list(by_id.values())  # an id twice: one row, as a dict keeps it
+    ids = ids if rows is examples else list(by_id)
+    unknown = sorted(predictions.keys() - by_id.keys())
+    missing = sorted(by_id.keys() - predictions.keys())
+    answered_at = [i for i, ident in enumerate(ids) if ident in predictions] if missing else range(len(ids))
+    result_at: list = [None] * len(rows)
+    listed: list[tuple[str, ScoreResult]] = []
+    metrics_out, groups_out = {}, {}
+    for name, positions in _by_metric(rows, answered_at):
         metric = get_metric(name, **{**metric_options.get("*", {}), **metric_options.get(name, {})})
-        results = metric.score_many([predictions[str(e["id"])]["prediction"] for e in exs], exs)
+        if metric.reads_row:
+            for row, example in enumerate(examples):
+                example.setdefault(ROW_KEY, row)  # official binary_acc's default answer depends on it
+        exs = [rows[i] for i in positions]
+        results = metric.score_many([predictions[ids[i]]["prediction"] for i in positions], exs)
         metrics_out[name] = metric.aggregate(results, exs)
-        scored.extend(zip(exs, results))
-        metas = [meta_of(e) for e in exs] if metric.group_by else []  # once per example, not per key
-        present = {k for m in {id(m): m for m in metas}.values() for k in m}  # equal meta texts share a dict
-        for key in (k for k in metric.group_by if k in present):
-            pairs = [(str(m[key]), r.score) for m, r in zip(metas, results) if key in m and not r.extra.get("left_out")]
-            if pairs:
-                groups_out[key] = _table(pairs)
-    listed, scored = scored, [(e, r) for e, r in scored if not r.extra.get("left_out")]  # official skips
+        for i, result in zip(positions, results):
+            result_at[i] = result
+        listed.extend(zip([ids[i] for i in positions], results))
+        groups_out.update(_meta_groups(metric, exs, results))
     count_missing = counts_missing(metric_options)
-    headline = headline_rows(list(by_id.values()), listed, count_missing)
-    values = [score for _, score, _ in headline]
-    labels = _Labels()
-    labelled = [(labels.of(e), score, answered) for e, score, answered in headline]
-    cat_len = defaultdict(list)
-    for category_length, score, _ in labelled:
-        cat_len[category_length].append(score)
-    return {
-        "n": len(headline),
+    if not missing and not any(r.extra and ("left_out" in r.extra or "unscorable" in r.extra) for r in result_at):
+        headline_examples, values, answered = rows, list(map(_SCORE, result_at)), None  # every row, as scored
+        kept = [r for _, r in listed]
+    else:
+        headline = _headline(rows, result_at, count_missing)
+        headline_examples = [row for row, _, _ in headline]
+        values, answered = [score for _, score, _ in headline], [flag for _, _, flag in headline]
+        kept = [r for _, r in listed if not r.extra.get("left_out")]
+    summary = uncertainty.summary(values)
+    by_category, by_length, by_category_length = _label_tables(_label_groups(headline_examples), values, answered,
+                                                               summary)
+    result = {
+        "n": len(values),
         "total": len(by_id),
         "answered": len(listed),
-        **({"left_out": len(listed) - len(scored)} if len(listed) != len(scored) else {}),
+        **({"left_out": len(listed) - len(kept)} if len(listed) != len(kept) else {}),
         "score": mean(values),
-        **uncertainty.summary(values),
+        **summary,
         "missing_counted_as_wrong": count_missing,
-        "score_answered": mean(r.score for _, r in scored),
+        "score_answered": mean(map(_SCORE, kept)),
         "metrics": metrics_out,
-        "by_category": _table((category, s, a) for (category, _), s, a in labelled),
-        "by_length": _table((length, s, a) for (_, length), s, a in labelled),
-        "by_category_length": {f"{c}|{l}": {"score": mean(v), "n": len(v)} for (c, l), v in sorted(cat_len.items())},
-        "groups": dict(groups_out),
+        "by_category": by_category,
+        "by_length": by_length,
+        "by_category_length": by_category_length,
+        "groups": groups_out,
         "problems": {"unknown_ids": unknown, "missing_predictions": len(missing),
                      "missing_ids": missing[:100]},
-        "examples": [{"id": str(e["id"]), "score": r.score, "parsed": r.parsed, "extra": r.extra} if r.extra
-                     else {"id": str(e["id"]), "score": r.score, "parsed": r.parsed} for e, r in listed],
+        "examples": [{"id": i, "score": r.score, "parsed": r.parsed, "extra": r.extra} if r.extra
+                     else {"id": i, "score": r.score, "parsed": r.parsed} for i, r in listed],
     }
+    headline = list(zip(headline_examples, values, answered if answered is not None else repeat(True)))
+    return result, headline
+
+
+def _by_metric(rows: list[dict], positions) -> list[tuple[str, list[int]]]:
+    """(metric name, positions of the rows it scores), by name; a config has one metric or a few."""
+    names = [rows[i]["metric"] for i in positions]
+    if len(set(names)) == 1:
+        return [(names[0], list(positions))]
+    groups: dict[str, list[int]] = {}
+    for name, i in zip(names, positions):
+        groups.setdefault(name, []).append(i)
+    return sorted(groups.items())
+
+
+def _meta_groups(metric, examples: list[dict], results: list[ScoreResult]) -> dict:
+    """The metric's ``group_by`` tables over its answered examples (official skips excepted).
+    Meta is read once per distinct meta text (a config's rows share a few), not per row and key."""
+    if not metric.group_by:
+        return {}
+    kept = [(e.get("meta"), r.score) for e, r in zip(examples, results) if not (r.extra and "left_out" in r.extra)]
+    try:
+        metas = {text: meta_of({"meta": text}) for text in {text for text, _ in kept}}
+    except TypeError:  # meta mappings (rows not read from a built dataset): each row's own
+        metas, kept = None, [(meta_of(e), r.score) for e, r in zip(examples, results)
+                             if not (r.extra and "left_out" in r.extra)]
+    tables = {}
+    for key in metric.group_by:
+        if metas is not None:
+            value_of = {text: str(m[key]) for text, m in metas.items() if key in m}
+            pairs = [(value_of[text], score) for text, score in kept if text in value_of] if value_of else []
+        else:
+            pairs = [(str(m[key]), score) for m, score in kept if key in m]
+        if pairs:
+            tables[key] = _table(pairs)
+    return tables
 
 
 def _listed(result: dict, examples: list[dict]) -> list[tuple[dict, ScoreResult]]:
@@ -441,12 +538,12 @@ def evaluate(predictions_path: str | Path, data_dir: str | Path, configs: list[s
     check_configs(data_dir, configs)
     for config in configs:
         examples = load_examples(data_dir, config)
-        result = evaluate_config(examples, preds.for_config(config), metric_options)
+        result, headline = _evaluate_config(examples, preds.for_config(config), metric_options)
         built = built_protocol(data_dir, config)
         if built is not None and built != chosen.name:  # prompts of one protocol, scoring of the other
             result["problems"]["protocol_mismatch"] = {"built": built, "scored": chosen.name}
         report["configs"][config] = result
-        for example, score, _ in headline_rows(examples, _listed(result, examples), counts_missing(metric_options)):
+        for example, score, _ in headline:
             by_dataset[str(example.get("dataset"))].append(score)
     per_dataset = {k: mean(v) for k, v in sorted(by_dataset.items())}
     report["overall"] = {

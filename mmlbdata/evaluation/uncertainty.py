@@ -24,7 +24,7 @@ def sample_stddev(values: Sequence[float]) -> float:
     if len(values) < 2:
         return 0.0
     mu = sum(values) / len(values)
-    return math.sqrt(sum((v - mu) ** 2 for v in values) / (len(values) - 1))
+    return math.sqrt(sum([(v - mu) ** 2 for v in values]) / (len(values) - 1))
 
 
 def mean_stderr(values: Sequence[float]) -> float:
@@ -43,23 +43,23 @@ def bootstrap_interval(values: Sequence[float], iters: int = BOOTSTRAP_ITERS, le
     """
     import numpy as np
 
-    if not values:
+    if not len(values):
         return []
     scores = np.asarray(values, dtype=float)
     distinct, counts = np.unique(scores, return_counts=True)
     rng = np.random.default_rng(seed)
-    means = []
-    for start in range(0, iters, CHUNK):
-        size = min(CHUNK, iters - start)
-        if len(distinct) <= FEW_DISTINCT:
-            means.append(rng.multinomial(len(scores), counts / len(scores), size=size) @ distinct / len(scores))
-        else:  # many distinct scores (ROUGE, F1): resample the scores themselves
-            means.append(scores[rng.integers(0, len(scores), size=(size, len(scores)))].mean(axis=1))
+    n = len(scores)
+    if len(distinct) <= FEW_DISTINCT:  # one draw: iters x distinct counts (chunks would draw the same stream)
+        means = rng.multinomial(n, counts / n, size=iters) @ distinct / n
+    else:  # many distinct scores (ROUGE, F1): resample the scores themselves, CHUNK resamples at a time
+        means = np.concatenate([scores[rng.integers(0, n, size=(min(CHUNK, iters - start), n))].mean(axis=1)
+                                for start in range(0, iters, CHUNK)])
     tail = 100 * (1 - level) / 2
-    low, high = np.percentile(np.concatenate(means), [tail, 100 - tail])
+    low, high = np.percentile(means, [tail, 100 - tail])
     return [float(low), float(high)]
 
 
 def summary(values: Sequence[float]) -> dict:
-    """``{"stderr", "ci95"}`` of the mean of ``values``."""
+    """``{"stderr", "ci95"}`` of the mean of ``values`` (the stderr with lmms-eval's own arithmetic,
+    so both print the same digits)."""
     return {"stderr": mean_stderr(values), "ci95": bootstrap_interval(values)}

@@ -103,6 +103,7 @@ class BinaryAcc(MMLongBenchMetric):
     never applies, since the text it reads starts with the prepended ``Answer:``."""
 
     loader = "vh"
+    reads_row = True  # the official default answer cycles over the config's rows
     leaves_out_empty = False  # vh_post_process's parsed_output is the whole text, never ""
 
     def __init__(self, **options):

@@ -28,10 +28,12 @@ def parse_needles(text: str) -> Needles:
 
 def gold_of(example: dict) -> tuple[str, bool, object]:
     """(gold answer, multi-needle or not, ``meta["k"]``): several needles when the gold has a
-    ``;`` or meta's ``k`` is over 1."""
+    ``;`` or meta's ``k`` is over 1. A meta text that cannot hold a ``"k"`` key is not parsed
+    (MMNeedle's metas differ per example, so a parse per example would cost more than scoring)."""
     answers = example.get("answers")
     gold = answers if isinstance(answers, str) else str(answers[0]) if answers else "-1"
-    k = meta_of(example).get("k")
+    meta = example.get("meta")
+    k = None if isinstance(meta, str) and '"k"' not in meta and "\\u" not in meta else meta_of(example).get("k")
     return gold, ";" in gold or (isinstance(k, int) and k > 1), k
 
 
@@ -76,14 +78,15 @@ class MMNeedle(Metric):
         if not (self.official or self.options.get("strict")):
             return super().score_many(predictions, examples)
         results, single = [], off.needle_single
+        append = results.append
         for prediction, example in zip(predictions, examples):  # as lean as the official loop over responses
             gold, multi, k = gold_of(example)
+            prediction = prediction or ""
             if multi:
-                results.append(self.score_official(gold, prediction or "", multi, k))
+                append(self.score_official(gold, prediction, multi, k))
             else:  # string comparisons only: nothing that can crash, no guard
-                parts = single(gold, prediction or "")
-                parts["multi"] = False
-                results.append(ScoreResult(parts["exact"], prediction or "", parts))
+                parts = single(gold, prediction)
+                append(ScoreResult(parts["exact"], prediction, parts))
         return results
 
     @staticmethod

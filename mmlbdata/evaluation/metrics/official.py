@@ -458,7 +458,7 @@ def needle_single(gold: str, pred: str) -> dict:
     negative = gold_index == "0" or gold_index == "-1"
     exact = float(("-1" if negative else gold) == pred)
     return {"positive": not negative, "exist": float(negative == (pred == "-1")),
-            "index": float(gold_index == pred.split(", ", 1)[0]), "exact": exact}
+            "index": float(gold_index == pred.split(", ", 1)[0]), "exact": exact, "multi": False}
 
 
 def needle_multi(gold: str, pred: str, k: int | None = None) -> dict:

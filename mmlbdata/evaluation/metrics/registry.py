@@ -48,6 +48,9 @@ class Metric:
     name = ""
     #: meta keys whose values get their own breakdown table in the report
     group_by: Sequence[str] = ()
+    #: whether ``score`` reads the example's row in its config (``"_row"``, set by ``mmlb eval``'s
+    #: engine only for such metrics): official rules whose result depends on the run's order
+    reads_row = False
 
     def __init__(self, **options: Any) -> None:
         self.options = options
