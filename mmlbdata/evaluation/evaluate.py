@@ -346,6 +346,7 @@ def _headline(rows: list[dict], result_at: list, count_missing: bool) -> list[tu
 
 _ID = itemgetter("id")
 _SCORE = attrgetter("score")
+_METRIC = itemgetter("metric")
 
 
 def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_options: dict | None = None,
@@ -385,12 +386,16 @@ def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
         if metric.reads_row:
             for row, example in enumerate(examples):
                 example.setdefault(ROW_KEY, row)  # official binary_acc's default answer depends on it
-        exs = [rows[i] for i in positions]
-        results = metric.score_many([predictions[ids[i]]["prediction"] for i in positions], exs)
+        whole = len(positions) == len(rows)  # the one metric of a config that is all answered
+        exs, scored_ids = (rows, ids) if whole else ([rows[i] for i in positions], [ids[i] for i in positions])
+        results = metric.score_many([predictions[i]["prediction"] for i in scored_ids], exs)
         metrics_out[name] = metric.aggregate(results, exs)
-        for i, result in zip(positions, results):
-            result_at[i] = result
-        listed.extend(zip([ids[i] for i in positions], results))
+        if whole:
+            result_at = results
+        else:
+            for i, result in zip(positions, results):
+                result_at[i] = result
+        listed.extend(zip(scored_ids, results))
         groups_out.update(_meta_groups(metric, exs, results))
     count_missing = counts_missing(metric_options)
     if not missing and not any(r.extra and ("left_out" in r.extra or "unscorable" in r.extra) for r in result_at):
@@ -429,9 +434,9 @@ def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
 
 def _by_metric(rows: list[dict], positions) -> list[tuple[str, list[int]]]:
     """(metric name, positions of the rows it scores), by name; a config has one metric or a few."""
-    names = [rows[i]["metric"] for i in positions]
+    names = [rows[i]["metric"] for i in positions] if isinstance(positions, list) else list(map(_METRIC, rows))
     if len(set(names)) == 1:
-        return [(names[0], list(positions))]
+        return [(names[0], positions)]
     groups: dict[str, list[int]] = {}
     for name, i in zip(names, positions):
         groups.setdefault(name, []).append(i)

@@ -28,13 +28,21 @@ def parse_needles(text: str) -> Needles:
 
 def gold_of(example: dict) -> tuple[str, bool, object]:
     """(gold answer, multi-needle or not, ``meta["k"]``): several needles when the gold has a
-    ``;`` or meta's ``k`` is over 1. A meta text that cannot hold a ``"k"`` key is not parsed
-    (MMNeedle's metas differ per example, so a parse per example would cost more than scoring)."""
-    answers = example.get("answers")
-    gold = answers if isinstance(answers, str) else str(answers[0]) if answers else "-1"
-    meta = example.get("meta")
-    k = None if isinstance(meta, str) and '"k"' not in meta and "\\u" not in meta else meta_of(example).get("k")
+    ``;`` or meta's ``k`` is over 1."""
+    gold, k = _gold_text(example.get("answers")), _k(example.get("meta"))
     return gold, ";" in gold or (isinstance(k, int) and k > 1), k
+
+
+def _gold_text(answers) -> str:
+    return answers if isinstance(answers, str) else str(answers[0]) if answers else "-1"
+
+
+def _k(meta):
+    """meta's ``k`` (None without one). A meta text that cannot hold a ``"k"`` key is not parsed:
+    MMNeedle's metas differ per example, and a parse per example would cost more than scoring."""
+    if isinstance(meta, str) and '"k"' not in meta and "\\u" not in meta:
+        return None
+    return meta_of({"meta": meta}).get("k")
 
 
 def _no_needle(needle: tuple[int, ...]) -> bool:
@@ -79,11 +87,18 @@ class MMNeedle(Metric):
             return super().score_many(predictions, examples)
         results, single = [], off.needle_single
         append = results.append
+        k_of: dict = {}  # meta text -> its k: a config's rows share a few metas
         for prediction, example in zip(predictions, examples):  # as lean as the official loop over responses
-            gold, multi, k = gold_of(example)
+            gold, meta = _gold_text(example.get("answers")), example.get("meta")
+            try:
+                k = k_of[meta]
+            except KeyError:
+                k = k_of[meta] = _k(meta)
+            except TypeError:  # a meta mapping
+                k = _k(meta)
             prediction = prediction or ""
-            if multi:
-                append(self.score_official(gold, prediction, multi, k))
+            if ";" in gold or (isinstance(k, int) and k > 1):
+                append(self.score_official(gold, prediction, True, k))
             else:  # string comparisons only: nothing that can crash, no guard
                 parts = single(gold, prediction)
                 append(ScoreResult(parts["exact"], prediction, parts))
