@@ -321,17 +321,12 @@ def counts_missing(metric_options: dict | None) -> bool:
     return parity_of((metric_options or {}).get("*", {})) != "official"
 
 
-def headline_rows(examples: list[dict], listed: list[tuple[dict, ScoreResult]], count_missing: bool):
-    """(example, score, answered) for every example the headline averages, in config order: the
-    scored ones (official skips excepted), and the unanswered ones with 0 when ``count_missing``,
-    but for a metric this run cannot score (a summary without a judge: its answers are left out as
-    unscorable, so a 0 for its unanswered examples alone would read as a score)."""
-    results = {str(e["id"]): r for e, r in listed}
-    return _headline(examples, [results.get(str(e["id"])) for e in examples], count_missing)
-
-
 def _headline(rows: list[dict], result_at: list, count_missing: bool) -> list[tuple[dict, float, bool]]:
-    """:func:`headline_rows` on the config's rows and each row's result (None: unanswered)."""
+    """(row, score, answered) for every row the headline averages, in config order, given each
+    row's result (None: unanswered): the scored ones (official skips excepted), and the unanswered
+    ones with 0 when ``count_missing``, but for a metric this run cannot score (a summary without
+    a judge: its answers are left out as unscorable, so a 0 for its unanswered examples alone
+    would read as a score)."""
     unscorable = {str(row.get("metric")) for row, r in zip(rows, result_at) if r is not None and r.extra
                   and r.extra.get("unscorable")}
     out = []
@@ -362,8 +357,8 @@ def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_o
 
 
 def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
-    """:func:`evaluate_config`, and the headline rows ((example, score, answered), config order)
-    that :func:`evaluate` sums per dataset. Per-config work is done once per config (metric
+    """:func:`evaluate_config`, and an iterator over the headline rows ((example, score,
+    answered), config order) that :func:`evaluate` sums per dataset. Per-config work is done once per config (metric
     options, labels per distinct dataset/length/meta, one bootstrap where a table has one cell);
     per-example work is the scoring and the row of the report."""
     metric_options = dict(metric_options or {})
@@ -428,8 +423,7 @@ def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
         "examples": [{"id": i, "score": r.score, "parsed": r.parsed, "extra": r.extra} if r.extra
                      else {"id": i, "score": r.score, "parsed": r.parsed} for i, r in listed],
     }
-    headline = list(zip(headline_examples, values, answered if answered is not None else repeat(True)))
-    return result, headline
+    return result, zip(headline_examples, values, answered if answered is not None else repeat(True))
 
 
 def _by_metric(rows: list[dict], positions) -> list[tuple[str, list[int]]]:
@@ -464,13 +458,6 @@ def _meta_groups(metric, examples: list[dict], results: list[ScoreResult]) -> di
         if pairs:
             tables[key] = _table(pairs)
     return tables
-
-
-def _listed(result: dict, examples: list[dict]) -> list[tuple[dict, ScoreResult]]:
-    """A config result's scored examples as (example, result) pairs for :func:`headline_rows`."""
-    by_id = {str(e["id"]): e for e in examples}
-    return [(by_id[row["id"]], ScoreResult(row["score"], row["parsed"], row.get("extra", {})))
-            for row in result["examples"]]
 
 
 def _absolute(path: str | Path) -> str:
