@@ -253,11 +253,11 @@ def _label_groups(rows: list[dict]) -> dict[tuple[str, str], list[int]]:
     except (KeyError, TypeError):  # rows without a column, or meta mappings (not read from a built dataset)
         return _group_positions([(category_of(r), length_label(r.get("length"))) for r in rows])
     if any(not isinstance(m, str) or "category" in m or "\\u" in m for m in metas if m):
-        keys = list(zip(map(itemgetter("dataset"), rows), map(itemgetter("length"), rows), map(itemgetter("meta"), rows)))
+        keys = list(zip(*(map(itemgetter(key), rows) for key in ("dataset", "length", "meta"))))
     elif len(datasets) == 1 and len(lengths) == 1:  # one label: the common case, no per-row work
         return {(category_of(rows[0]), length_label(rows[0]["length"])): list(range(len(rows)))}
     else:  # no meta names a category: (dataset, length) decide
-        keys = list(zip(map(itemgetter("dataset"), rows), map(itemgetter("length"), rows)))
+        keys = list(zip(*(map(itemgetter(key), rows) for key in ("dataset", "length"))))
     label_of = {}
     for key, row in zip(keys, rows):
         if key not in label_of:
@@ -358,9 +358,9 @@ def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_o
 
 def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
     """:func:`evaluate_config`, and an iterator over the headline rows ((example, score,
-    answered), config order) that :func:`evaluate` sums per dataset. Per-config work is done once per config (metric
-    options, labels per distinct dataset/length/meta, one bootstrap where a table has one cell);
-    per-example work is the scoring and the row of the report."""
+    answered), config order) that :func:`evaluate` sums per dataset. Per-config work is done once
+    per config (metric options, labels per distinct dataset/length/meta, one bootstrap where a
+    table has one cell); per-example work is the scoring and the row of the report."""
     metric_options = dict(metric_options or {})
     if protocol is not None:
         from mmlbdata.official.protocol import get as get_protocol
