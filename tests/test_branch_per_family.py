@@ -1,0 +1,120 @@
+"""``mmlb push --branch-per-family``: every config through one repository name, each family's
+files on its own branch, the card on main naming them as ``hf://datasets/<repo>@<branch>/...``
+(issue 31: one name for the whole published set within the Hub's per-tree file recommendations).
+Loaded with plain ``datasets`` in a fresh process from tests/loopback_hub.py serving the branches."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_layout import _images, _rows
+
+from mmlbdata.core.store import ImageStore
+from mmlbdata.dataset.build import store_config
+from mmlbdata.dataset.hub import FolderUploader, push_folder
+from mmlbdata.dataset.stats import image_paths
+
+# two families: toy_8k and toy_32k share images 0 and 2; other_8k (family other) uses 3, 5, 6
+CONFIGS = {"toy_8k": ("toy", [[0, 1, 1, 2], [3], [2, 2, 0]]), "toy_32k": ("toy", [[2, 4, 0], [4, 4]]),
+           "other_8k": ("other", [[5, 3], [6]])}
+REPO = "org/mmlb"
+
+LOAD = """
+import hashlib, sys
+import datasets
+datasets.disable_progress_bars()
+kwargs = {"streaming": True} if sys.argv[3] == "stream" else {}
+for row in datasets.load_dataset(sys.argv[1], sys.argv[2], split="test", **kwargs):
+    print(row["id"], *[hashlib.md5(image.convert("RGB").tobytes()).hexdigest() for image in row["images"]])
+"""
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("branches")
+    refs = _images(ImageStore(tmp / "store"), 7)
+    out = tmp / "out"
+    for config, (family, pattern) in CONFIGS.items():
+        store_config(out, config, _rows(refs, pattern), manifest={"family": family})
+    return out
+
+
+def _push(folder: Path, root: Path) -> tuple[FolderUploader, object]:
+    uploader = FolderUploader(root)
+    return uploader, push_folder(folder, REPO, uploader=uploader, card=True, branch_per_family=True)
+
+
+def _served(uploader: FolderUploader) -> dict:
+    branches = {b.name: _files(b) for b in sorted(uploader.repo_dir(REPO).parent.iterdir()) if b.name != "main"}
+    return {"repos": {REPO: _files(uploader.repo_dir(REPO))}, "branches": {REPO: branches}}
+
+
+def test_each_family_goes_to_its_branch_and_main_holds_the_card(built, tmp_path):
+    readme_before = (built / "README.md").read_bytes()
+    uploader, plan = _push(built, tmp_path / "hub")
+    assert plan.branches == {"family-other": ["other_8k"], "family-toy": ["toy_32k", "toy_8k"]}
+    assert sorted(_files(uploader.repo_dir(REPO))) == ["README.md"]
+    for branch, configs in plan.branches.items():
+        held = _files(uploader.repo_dir(REPO, branch))
+        images = {p for c in configs for p in image_paths(built / f"{c}.metadata.parquet")}
+        assert {p for p in held if p.startswith("images/")} == images  # its own images, once each
+        assert {p for p in held if not p.startswith("images/")} == {
+            name for c in configs for name in (f"{c}.metadata.parquet", f"manifests/{c}.json")}
+    for config in CONFIGS:
+        branch = "family-" + CONFIGS[config][0]
+        assert f"hf://datasets/{REPO}@{branch}/{config}.metadata.parquet" in plan.readme
+    assert "hf://" not in readme_before.decode()
+    assert (built / "README.md").read_bytes() == readme_before  # the folder keeps its relative README
+
+
+def test_a_second_push_resumes_without_a_commit(built, tmp_path):
+    uploader, _ = _push(built, tmp_path / "hub")
+    commits = len(uploader.commits)
+    again = push_folder(built, REPO, uploader=uploader, card=True, branch_per_family=True)
+    assert sorted(again.skipped) == sorted(CONFIGS) and again.configs == []
+    assert len(uploader.commits) == commits
+
+
+def test_branch_per_family_refuses_a_revision(built, tmp_path):
+    with pytest.raises(ValueError, match="--revision"):
+        push_folder(built, REPO, uploader=FolderUploader(tmp_path / "hub"), revision="dev", branch_per_family=True)
+
+
+def test_plain_datasets_loads_two_families_through_one_name(built, tmp_path):
+    """In memory and streaming, a fresh process with plain datasets: the rows and decoded pixels
+    of the local folder, each config fetching images from its own branch only."""
+    from loopback_hub import LoopbackHub
+
+    uploader, _ = _push(built, tmp_path / "hub")
+    with LoopbackHub(**_served(uploader)) as hub:
+        expected = {config: hub.run_client(LOAD, str(built), config, "memory", hf_home=tmp_path / f"local-{config}")
+                    for config in ("toy_8k", "other_8k")}  # the local folder, its relative README
+        assert all(len(text.splitlines()) == len(CONFIGS[c][1]) for c, text in expected.items())
+        for config in ("toy_8k", "other_8k"):
+            for mode in ("memory", "stream"):
+                before = len(hub.requests)
+                got = hub.run_client(LOAD, REPO, config, mode, hf_home=tmp_path / f"hf-{config}-{mode}")
+                assert got == expected[config], (config, mode)
+                images = {path.split("/resolve/", 1)[1] for _, path in hub.requests[before:] if "/images/" in path}
+                branch = "family-" + CONFIGS[config][0]
+                assert images and all(path.startswith(f"{branch}/") for path in images), (config, mode, images)
+                assert {p.split("/", 1)[1] for p in images} == set(image_paths(built / f"{config}.metadata.parquet"))
+
+
+def test_a_readme_naming_another_repository_is_refused_by_datasets(built, tmp_path):
+    """What one index repository over per-family repositories runs into (datasets builder.py:
+    "Data files don't belong to"); branches of the same repository pass the same check."""
+    from loopback_hub import LoopbackHub
+
+    uploader, plan = _push(built, tmp_path / "hub")
+    served = _served(uploader)
+    index = plan.readme.replace(f"hf://datasets/{REPO}@", "hf://datasets/org/mmlb-data@")
+    served["repos"]["org/index"] = {"README.md": index.encode()}
+    served["repos"]["org/mmlb-data"] = served["branches"][REPO]["family-toy"]
+    served["branches"]["org/mmlb-data"] = served["branches"][REPO]
+    with LoopbackHub(**served) as hub, pytest.raises(AssertionError, match="Data files don't belong to org/index"):
+        hub.run_client(LOAD, "org/index", "toy_8k", "memory", hf_home=tmp_path / "hf-index")
