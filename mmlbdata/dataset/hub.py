@@ -15,13 +15,15 @@ The README's ``configs``/``dataset_info`` entries are computed with ``datasets``
 ``MetadataConfigs`` / ``DatasetInfosDict`` update logic (what ``Dataset.push_to_hub`` does),
 starting from the README already on the Hub, so configs pushed from elsewhere stay listed.
 
-Branch per family (``branch_per_family=True``, ``mmlb push --branch-per-family``): each family's
-configs (metadata, images, manifests) go to their own branch ``family-<group>`` of the same repo,
-pushed as above (resumable, unused images removed per branch), and ``main`` holds only the card,
-whose config entries name their files as ``hf://datasets/<repo>@family-<group>/...``. One name
-serves every config while each branch's tree stays within the Hub's file recommendations
-(``datasets`` accepts data files of any revision of the repo it loads; ARCHITECTURE.md, "Dataset
-layout"). The built folder's own README keeps its relative paths.
+Branch per family or dataset (``branch_per="family"|"dataset"``, ``mmlb push --branch-per``):
+each family's (dataset's) configs (metadata, the image partitions they use, manifests) go to
+their own branch ``family-<group>`` (``dataset-<name>``) of the same repo, pushed as above
+(resumable, unused images removed per branch), and ``main`` holds only the card, whose config
+entries name their files as ``hf://datasets/<repo>@<branch>/...``. One name serves every config
+while each branch's tree stays within the Hub's file recommendations (``datasets`` accepts data
+files of any revision of the repo it loads, but reads a config's images from its metadata file's
+revision: a config's files share one branch; ARCHITECTURE.md, "Dataset layout"). The built
+folder's own README keeps its relative paths.
 
 Method ``push_to_hub``: ``Dataset.push_to_hub(repo, config_name=..., split="test")`` per config
 (re-encodes the rows; images embedded per row). Kept for uploaders that only offer that.
@@ -170,7 +172,7 @@ class PushPlan:
     readme: str = ""  # the README text sent
     removed: list[str] = field(default_factory=list)  # images deleted from the repo: no config of it uses them
     kept_unused_for: list[str] = field(default_factory=list)  # configs built elsewhere: no image deleted for them
-    branches: dict[str, list[str]] = field(default_factory=dict)  # branch -> its configs (branch per family)
+    branches: dict[str, list[str]] = field(default_factory=dict)  # branch -> its configs (branch_per)
 
 
 def load_config(folder: os.PathLike, config: str):
@@ -234,12 +236,12 @@ def push_folder(folder: os.PathLike, repo_id: str, *, configs: Optional[list[str
                 private: bool = False, revision: Optional[str] = None,
                 max_shard_size: Optional[str] = None, uploader: Optional[Any] = None,
                 method: Optional[str] = None, num_proc: Optional[int] = None, force: bool = False,
-                card: bool = True, allow_demo: bool = False, branch_per_family: bool = False) -> PushPlan:
+                card: bool = True, allow_demo: bool = False, branch_per: Optional[str] = None) -> PushPlan:
     """Push every (or the named) config of ``folder`` to ``repo_id``, then the card.
 
     ``method`` is ``files`` (default when the uploader can commit files) or ``push_to_hub``.
-    ``branch_per_family``: each family's files on branch ``family-<group>``, the card on main
-    (files method only; the branches are the revisions, so no ``revision``).
+    ``branch_per`` (``family`` or ``dataset``): each family's (dataset's) files on its own branch,
+    the card on main (files method only; the branches are the revisions, so no ``revision``).
     A malformed ``repo_id`` (``../../x``, ``a/b/c``) or ``revision`` is refused before anything is
     read or sent.
     """
@@ -264,12 +266,14 @@ def push_folder(folder: os.PathLike, repo_id: str, *, configs: Optional[list[str
     if max_shard_size:
         raise ValueError("the files method uploads the shards as built: choose their size at build time "
                          "(`mmlb build --shard-size`), or use --method push_to_hub")
-    if branch_per_family:
+    if branch_per:
+        if branch_per not in BRANCH_KEYS:
+            raise ValueError(f"unknown --branch-per {branch_per!r} ({' or '.join(BRANCH_KEYS)})")
         if revision:
-            raise ValueError("--branch-per-family pushes each family to its own branch and the card to main: "
+            raise ValueError("--branch-per pushes each family or dataset to its own branch and the card to main: "
                              "leave out --revision")
-        return _push_branch_per_family(folder, repo_id, names, uploader, private=private,
-                                       num_threads=max(1, num_proc or 5), force=force, card=card)
+        return _push_branches(folder, repo_id, names, uploader, branch_per, private=private,
+                              num_threads=max(1, num_proc or 5), force=force, card=card)
     return _push_files(folder, repo_id, names, uploader, private=private, revision=revision,
                        num_threads=max(1, num_proc or 5), force=force, card=card)
 
@@ -341,15 +345,15 @@ def _push_card(folder: Path, repo_id: str, uploader: RepoUploader, on_hub: list[
     plan.files += sorted(card_files)
 
 
-FAMILY_BRANCH_PREFIX = "family-"
+BRANCH_KEYS = ("family", "dataset")  # the manifest key that names a config's branch
 
 
-def family_branch(folder: Path, config: str) -> str:
-    """The branch a config's files go to with ``branch_per_family``: ``family-<group>``, the
-    group its images are stored under (``images/<group>/``), from its manifest's family."""
+def config_branch(folder: Path, config: str, per: str) -> str:
+    """The branch a config's files go to: ``family-<group>`` (the group its images are stored
+    under, ``images/<group>/``) or ``dataset-<name>``, from its manifest (``shared`` if unknown)."""
     from mmlbdata.dataset.partitions import image_group_of
 
-    return FAMILY_BRANCH_PREFIX + image_group_of((read_manifest(folder, config) or {}).get("family"))
+    return f"{per}-{image_group_of((read_manifest(folder, config) or {}).get(per))}"
 
 
 def branch_location(repo_id: str, branch: str) -> str:
@@ -358,16 +362,17 @@ def branch_location(repo_id: str, branch: str) -> str:
     return f"hf://datasets/{repo_id}@{branch}/"
 
 
-def _push_branch_per_family(folder: Path, repo_id: str, names: list[str], uploader: RepoUploader, *,
-                            private: bool, num_threads: int, force: bool, card: bool) -> PushPlan:
-    """Each family's configs pushed to its branch as :func:`_push_files` pushes a repo (resumable,
-    unused images removed per branch), then the card on main naming every config's files on its
-    branch. Configs of the folder already on their branch stay listed."""
+def _push_branches(folder: Path, repo_id: str, names: list[str], uploader: RepoUploader, per: str, *,
+                   private: bool, num_threads: int, force: bool, card: bool) -> PushPlan:
+    """Each family's (dataset's) configs pushed to its branch as :func:`_push_files` pushes a repo
+    (resumable, unused images removed per branch), then the card on main naming every config's
+    files on its branch. Configs of the folder already on their branch stay listed. An image two
+    datasets use is on both their branches (one stored object: the Hub stores files by content)."""
     plan = PushPlan(repo_id)
     uploader.prepare(repo_id, private=private, revision=None)
     by_branch: dict[str, list[str]] = {}
     for name in configs_in(folder):  # every local config, to list those already on their branch
-        by_branch.setdefault(family_branch(folder, name), []).append(name)
+        by_branch.setdefault(config_branch(folder, name, per), []).append(name)
     on_hub: list[str] = []
     for branch, configs in sorted(by_branch.items()):
         check_revision(branch)

@@ -1,4 +1,4 @@
-"""``mmlb push --branch-per-family``: every config through one repository name, each family's
+"""``mmlb push --branch-per family|dataset``: every config through one repository name, each family's
 files on its own branch, the card on main naming them as ``hf://datasets/<repo>@<branch>/...``
 (issue 31: one name for the whole published set within the Hub's per-tree file recommendations).
 Loaded with plain ``datasets`` in a fresh process from tests/loopback_hub.py serving the branches."""
@@ -14,9 +14,10 @@ from mmlbdata.dataset.build import store_config
 from mmlbdata.dataset.hub import FolderUploader, push_folder
 from mmlbdata.dataset.stats import image_paths
 
-# two families: toy_8k and toy_32k share images 0 and 2; other_8k (family other) uses 3, 5, 6
-CONFIGS = {"toy_8k": ("toy", [[0, 1, 1, 2], [3], [2, 2, 0]]), "toy_32k": ("toy", [[2, 4, 0], [4, 4]]),
-           "other_8k": ("other", [[5, 3], [6]])}
+# config: (family, dataset, rows). Family toy: toy_8k and toy_32k share images 0 and 2; twin_8k (another
+# dataset of the family) shares 0 and 4 with them; other_8k (family other) uses 3, 5, 6
+CONFIGS = {"toy_8k": ("toy", "toy", [[0, 1, 1, 2], [3], [2, 2, 0]]), "toy_32k": ("toy", "toy", [[2, 4, 0], [4, 4]]),
+           "twin_8k": ("toy", "twin", [[4, 0]]), "other_8k": ("other", "other", [[5, 3], [6]])}
 REPO = "org/mmlb"
 
 LOAD = """
@@ -38,14 +39,14 @@ def built(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("branches")
     refs = _images(ImageStore(tmp / "store"), 7)
     out = tmp / "out"
-    for config, (family, pattern) in CONFIGS.items():
-        store_config(out, config, _rows(refs, pattern), manifest={"family": family})
+    for config, (family, dataset, pattern) in CONFIGS.items():
+        store_config(out, config, _rows(refs, pattern), manifest={"family": family, "dataset": dataset})
     return out
 
 
-def _push(folder: Path, root: Path) -> tuple[FolderUploader, object]:
+def _push(folder: Path, root: Path, per: str = "family") -> tuple[FolderUploader, object]:
     uploader = FolderUploader(root)
-    return uploader, push_folder(folder, REPO, uploader=uploader, card=True, branch_per_family=True)
+    return uploader, push_folder(folder, REPO, uploader=uploader, card=True, branch_per=per)
 
 
 def _served(uploader: FolderUploader) -> dict:
@@ -53,10 +54,13 @@ def _served(uploader: FolderUploader) -> dict:
     return {"repos": {REPO: _files(uploader.repo_dir(REPO))}, "branches": {REPO: branches}}
 
 
-def test_each_family_goes_to_its_branch_and_main_holds_the_card(built, tmp_path):
+@pytest.mark.parametrize("per, branches", [
+    ("family", {"family-other": ["other_8k"], "family-toy": ["toy_32k", "toy_8k", "twin_8k"]}),
+    ("dataset", {"dataset-other": ["other_8k"], "dataset-toy": ["toy_32k", "toy_8k"], "dataset-twin": ["twin_8k"]})])
+def test_each_family_or_dataset_goes_to_its_branch_and_main_holds_the_card(built, tmp_path, per, branches):
     readme_before = (built / "README.md").read_bytes()
-    uploader, plan = _push(built, tmp_path / "hub")
-    assert plan.branches == {"family-other": ["other_8k"], "family-toy": ["toy_32k", "toy_8k"]}
+    uploader, plan = _push(built, tmp_path / "hub", per)
+    assert plan.branches == branches
     assert sorted(_files(uploader.repo_dir(REPO))) == ["README.md"]
     for branch, configs in plan.branches.items():
         held = _files(uploader.repo_dir(REPO, branch))
@@ -65,7 +69,7 @@ def test_each_family_goes_to_its_branch_and_main_holds_the_card(built, tmp_path)
         assert {p for p in held if not p.startswith("images/")} == {
             name for c in configs for name in (f"{c}.metadata.parquet", f"manifests/{c}.json")}
     for config in CONFIGS:
-        branch = "family-" + CONFIGS[config][0]
+        branch = next(b for b, configs in branches.items() if config in configs)
         assert f"hf://datasets/{REPO}@{branch}/{config}.metadata.parquet" in plan.readme
     assert "hf://" not in readme_before.decode()
     assert (built / "README.md").read_bytes() == readme_before  # the folder keeps its relative README
@@ -74,33 +78,34 @@ def test_each_family_goes_to_its_branch_and_main_holds_the_card(built, tmp_path)
 def test_a_second_push_resumes_without_a_commit(built, tmp_path):
     uploader, _ = _push(built, tmp_path / "hub")
     commits = len(uploader.commits)
-    again = push_folder(built, REPO, uploader=uploader, card=True, branch_per_family=True)
+    again = push_folder(built, REPO, uploader=uploader, card=True, branch_per="family")
     assert sorted(again.skipped) == sorted(CONFIGS) and again.configs == []
     assert len(uploader.commits) == commits
 
 
 def test_branch_per_family_refuses_a_revision(built, tmp_path):
-    with pytest.raises(ValueError, match="--revision"):
-        push_folder(built, REPO, uploader=FolderUploader(tmp_path / "hub"), revision="dev", branch_per_family=True)
+    with pytest.raises(ValueError, match="leave out --revision"):
+        push_folder(built, REPO, uploader=FolderUploader(tmp_path / "hub"), revision="dev", branch_per="family")
 
 
-def test_plain_datasets_loads_two_families_through_one_name(built, tmp_path):
+@pytest.mark.parametrize("per, configs", [("family", ("toy_8k", "other_8k")), ("dataset", ("twin_8k", "toy_8k"))])
+def test_plain_datasets_loads_configs_of_two_branches_through_one_name(built, tmp_path, per, configs):
     """In memory and streaming, a fresh process with plain datasets: the rows and decoded pixels
     of the local folder, each config fetching images from its own branch only."""
     from loopback_hub import LoopbackHub
 
-    uploader, _ = _push(built, tmp_path / "hub")
+    uploader, plan = _push(built, tmp_path / "hub", per)
     with LoopbackHub(**_served(uploader)) as hub:
         expected = {config: hub.run_client(LOAD, str(built), config, "memory", hf_home=tmp_path / f"local-{config}")
-                    for config in ("toy_8k", "other_8k")}  # the local folder, its relative README
-        assert all(len(text.splitlines()) == len(CONFIGS[c][1]) for c, text in expected.items())
-        for config in ("toy_8k", "other_8k"):
+                    for config in configs}  # the local folder, its relative README
+        assert all(len(text.splitlines()) == len(CONFIGS[c][2]) for c, text in expected.items())
+        for config in configs:
             for mode in ("memory", "stream"):
                 before = len(hub.requests)
                 got = hub.run_client(LOAD, REPO, config, mode, hf_home=tmp_path / f"hf-{config}-{mode}")
                 assert got == expected[config], (config, mode)
                 images = {path.split("/resolve/", 1)[1] for _, path in hub.requests[before:] if "/images/" in path}
-                branch = "family-" + CONFIGS[config][0]
+                branch = next(b for b, names in plan.branches.items() if config in names)
                 assert images and all(path.startswith(f"{branch}/") for path in images), (config, mode, images)
                 assert {p.split("/", 1)[1] for p in images} == set(image_paths(built / f"{config}.metadata.parquet"))
 
@@ -118,3 +123,22 @@ def test_a_readme_naming_another_repository_is_refused_by_datasets(built, tmp_pa
     served["branches"]["org/mmlb-data"] = served["branches"][REPO]
     with LoopbackHub(**served) as hub, pytest.raises(AssertionError, match="Data files don't belong to org/index"):
         hub.run_client(LOAD, "org/index", "toy_8k", "memory", hf_home=tmp_path / "hf-index")
+
+
+def test_a_card_naming_the_branches_by_commit_sha_or_tag_loads_the_same(built, tmp_path):
+    """The pinned alternatives to a branch name (a README on main that names each branch's commit,
+    or a tag on it, gives the same rows whatever the branches receive later)."""
+    from loopback_hub import LoopbackHub, commit_of
+
+    uploader, plan = _push(built, tmp_path / "hub")
+    served = _served(uploader)
+    pinned = plan.readme.replace(f"{REPO}@family-toy/", f"{REPO}@{commit_of(REPO, 'family-toy')}/")
+    pinned = pinned.replace(f"{REPO}@family-other/", f"{REPO}@v1-other/")
+    with LoopbackHub(**served) as hub:
+        expected = {c: hub.run_client(LOAD, REPO, c, "memory", hf_home=tmp_path / f"branch-{c}") for c in ("toy_8k", "other_8k")}
+    served["repos"][REPO] = {"README.md": pinned.encode()}
+    with LoopbackHub(**served, tags={REPO: {"v1-other": "family-other"}}) as hub:
+        for config in ("toy_8k", "other_8k"):
+            assert hub.run_client(LOAD, REPO, config, "memory", hf_home=tmp_path / f"pinned-{config}") == expected[config]
+        assert any(commit_of(REPO, "family-toy") in path for _, path in hub.requests)
+        assert any("/resolve/v1-other/" in path for _, path in hub.requests)
