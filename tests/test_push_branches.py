@@ -142,3 +142,22 @@ def test_a_card_naming_the_branches_by_commit_sha_or_tag_loads_the_same(built, t
             assert hub.run_client(LOAD, REPO, config, "memory", hf_home=tmp_path / f"pinned-{config}") == expected[config]
         assert any(commit_of(REPO, "family-toy") in path for _, path in hub.requests)
         assert any("/resolve/v1-other/" in path for _, path in hub.requests)
+
+
+def test_a_config_whose_images_are_on_another_branch_than_its_metadata_does_not_load(built, tmp_path):
+    """Why a config's files share one branch: datasets joins a row's file names onto its metadata
+    file's folder (folder_based_builder.py), the snapshot of that commit in memory and
+    ``hf://...@<revision>/`` when streaming, so images listed from another branch are not found."""
+    from loopback_hub import LoopbackHub
+
+    uploader, plan = _push(built, tmp_path / "hub")
+    served = _served(uploader)
+    toy = served["branches"][REPO]["family-toy"]
+    served["branches"][REPO]["pixels"] = {p: b for p, b in toy.items() if p.startswith("images/")}
+    served["branches"][REPO]["family-toy"] = {p: b for p, b in toy.items() if not p.startswith("images/")}
+    split = plan.readme.replace(f"{REPO}@family-toy/images/", f"{REPO}@pixels/images/")
+    served["repos"][REPO] = {"README.md": split.encode()}
+    with LoopbackHub(**served) as hub:
+        for mode in ("memory", "stream"):
+            with pytest.raises(AssertionError, match="FileNotFoundError"):
+                hub.run_client(LOAD, REPO, "toy_8k", mode, hf_home=tmp_path / f"hf-{mode}")
