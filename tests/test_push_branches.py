@@ -161,3 +161,20 @@ def test_a_config_whose_images_are_on_another_branch_than_its_metadata_does_not_
         for mode in ("memory", "stream"):
             with pytest.raises(AssertionError, match="FileNotFoundError"):
                 hub.run_client(LOAD, REPO, "toy_8k", mode, hf_home=tmp_path / f"hf-{mode}")
+
+
+def test_streaming_one_row_from_a_branch_fetches_that_rows_images_only(tmp_path):
+    """The card's ``decode_num_threads: 0`` still holds when the files are on a branch: reading one
+    streamed row of 40 fetches one image (datasets 5.2 reads 64 rows ahead without it)."""
+    from loopback_hub import LoopbackHub
+
+    refs = _images(ImageStore(tmp_path / "store"), 40)
+    out = tmp_path / "out"
+    store_config(out, "toy_8k", _rows(refs, [[i] for i in range(40)]), manifest={"family": "toy", "dataset": "toy"})
+    uploader, _ = _push(out, tmp_path / "hub")
+    first_row = "import sys, datasets\nprint(next(iter(datasets.load_dataset(sys.argv[1], sys.argv[2], " \
+                "split='test', streaming=True)))['id'])"
+    with LoopbackHub(**_served(uploader)) as hub:
+        assert hub.run_client(first_row, REPO, "toy_8k", hf_home=tmp_path / "hf").strip() == "r0"
+        fetched = {path for method, path in hub.requests if method == "GET" and "/images/" in path}
+    assert len(fetched) == 1 and "/resolve/family-toy/" in fetched.pop()
