@@ -178,3 +178,30 @@ def test_streaming_one_row_from_a_branch_fetches_that_rows_images_only(tmp_path)
         assert hub.run_client(first_row, REPO, "toy_8k", hf_home=tmp_path / "hf").strip() == "r0"
         fetched = {path for method, path in hub.requests if method == "GET" and "/images/" in path}
     assert len(fetched) == 1 and "/resolve/family-toy/" in fetched.pop()
+
+
+class HubLikeUploader(FolderUploader):
+    """A FolderUploader that answers a missing branch as the Hub does (RevisionNotFoundError)."""
+
+    def list_files(self, repo_id, *, revision):
+        import httpx2
+        from huggingface_hub.errors import RevisionNotFoundError
+
+        if revision and not self.repo_dir(repo_id, revision).is_dir():
+            response = httpx2.Response(404, request=httpx2.Request("GET", f"http://hub/api/datasets/{repo_id}"))
+            raise RevisionNotFoundError(f"no revision {revision}", response=response)
+        return super().list_files(repo_id, revision=revision)
+
+
+def test_pushing_one_family_lists_only_it_and_the_others_are_added_by_the_next_push(built, tmp_path):
+    """--config of one family: its branch is created, the other family's branch does not exist yet
+    (the Hub answers RevisionNotFound) and the card lists what the repo holds; the next push adds
+    the other family and keeps the first (skipped, same build)."""
+    uploader = HubLikeUploader(tmp_path / "hub")
+    first = push_folder(built, REPO, configs=["other_8k"], uploader=uploader, card=True, branch_per="family")
+    assert first.branches == {"family-other": ["other_8k"]}
+    assert "other_8k" in first.readme and "toy_8k" not in first.readme
+    second = push_folder(built, REPO, uploader=uploader, card=True, branch_per="family")
+    assert second.skipped == ["other_8k"] and sorted(second.configs) == ["toy_32k", "toy_8k", "twin_8k"]
+    for config in CONFIGS:
+        assert f"{config}.metadata.parquet" in second.readme

@@ -362,6 +362,17 @@ def branch_location(repo_id: str, branch: str) -> str:
     return f"hf://datasets/{repo_id}@{branch}/"
 
 
+def _branch_files(uploader: RepoUploader, repo_id: str, branch: str) -> list[str]:
+    """The files of ``branch``; none when the Hub has no such branch (a family of the folder that
+    was never pushed: ``--config`` named others)."""
+    from huggingface_hub.errors import RevisionNotFoundError
+
+    try:
+        return uploader.list_files(repo_id, revision=branch)
+    except RevisionNotFoundError:
+        return []
+
+
 def _push_branches(folder: Path, repo_id: str, names: list[str], uploader: RepoUploader, per: str, *,
                    private: bool, num_threads: int, force: bool, card: bool) -> PushPlan:
     """Each family's (dataset's) configs pushed to its branch as :func:`_push_files` pushes a repo
@@ -385,9 +396,10 @@ def _push_branches(folder: Path, repo_id: str, names: list[str], uploader: RepoU
             plan.files += part.files
             plan.removed += part.removed
             plan.kept_unused_for += part.kept_unused_for
-        held = set(remote_config_files(set(uploader.list_files(repo_id, revision=branch)))) if mine or card else set()
-        plan.branches[branch] = [n for n in configs if n in held]
-        on_hub += plan.branches[branch]
+        held = set(remote_config_files(set(_branch_files(uploader, repo_id, branch)))) if mine or card else set()
+        if held.intersection(configs):
+            plan.branches[branch] = [n for n in configs if n in held]
+            on_hub += plan.branches[branch]
     if card:
         locations = {n: branch_location(repo_id, b) for b, configs in plan.branches.items() for n in configs}
         main_files = set(uploader.list_files(repo_id, revision=None))
