@@ -205,3 +205,16 @@ def test_pushing_one_family_lists_only_it_and_the_others_are_added_by_the_next_p
     assert second.skipped == ["other_8k"] and sorted(second.configs) == ["toy_32k", "toy_8k", "twin_8k"]
     for config in CONFIGS:
         assert f"{config}.metadata.parquet" in second.readme
+
+
+def test_the_cli_dry_run_says_which_configs_each_branch_holds(built, tmp_path, capsys):
+    from mmlbdata.cli import main
+
+    assert main(["push", str(built), "--repo", REPO, "--branch-per", "dataset", "--dry-run", str(tmp_path / "hub")]) == 0
+    out = capsys.readouterr().out
+    assert "branch dataset-toy: toy_32k, toy_8k" in out and "branch dataset-twin: twin_8k" in out
+    assert sorted(p.name for p in (tmp_path / "hub" / REPO).iterdir()) == [
+        "dataset-other", "dataset-toy", "dataset-twin", "main"]
+    assert main(["push", str(built), "--repo", REPO, "--branch-per", "family", "--revision", "dev",
+                 "--dry-run", str(tmp_path / "hub2")]) == 1
+    assert "leave out --revision" in capsys.readouterr().err
