@@ -126,7 +126,7 @@ class LoopbackHub:
         for name in sorted(names, key=len, reverse=True):
             if rest == name or rest.startswith(name + "/"):
                 return names[name], rest[len(name) + 1:]
-        revision, _, path = rest.partition("/")
+        path = rest.partition("/")[2]
         return (None if len(names) > 2 else "main"), path
 
     def _files(self, repo: str, branch: str) -> dict[str, bytes]:

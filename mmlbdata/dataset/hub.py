@@ -378,7 +378,9 @@ def _push_branches(folder: Path, repo_id: str, names: list[str], uploader: RepoU
     """Each family's (dataset's) configs pushed to its branch as :func:`_push_files` pushes a repo
     (resumable, unused images removed per branch), then the card on main naming every config's
     files on its branch. Configs of the folder already on their branch stay listed. An image two
-    datasets use is on both their branches (one stored object: the Hub stores files by content)."""
+    datasets use is on both their branches (one stored object: the Hub stores files by content).
+    The Hub creates a branch from main's head: one created after the card carries a copy of
+    README.md and stats.png that nothing reads (every config loads through main's card)."""
     plan = PushPlan(repo_id)
     uploader.prepare(repo_id, private=private, revision=None)
     by_branch: dict[str, list[str]] = {}
