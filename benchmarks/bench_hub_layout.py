@@ -13,6 +13,8 @@ against the loopback Hub of tests/loopback_hub.py, every load in a fresh process
    At the published size: a config's partitions hold exactly its images (partitions.py), so its
    download is its images + metadata whatever the size; the old layout's ratio is the family's
    images over the config's, from ``bench_layout.extrapolate`` (Table 3 images per row per length).
+   And the same folder pushed with ``--branch-per family`` (card on main, each family on its
+   branch): the same per-config bytes through one name.
 2. **stream**: ``vh_single_128k`` (a generated COCO-size source, ``bench_layout.make_source``) and
    ``mmlongdoc_128k`` (the shared PDFs), files and embedded layouts, each pushed and served; a
    fresh process streams the first N rows (N = 1, 10, all) with images decoded: peak RSS and
@@ -22,7 +24,9 @@ against the loopback Hub of tests/loopback_hub.py, every load in a fresh process
    decodes every image of a 1,000-row batch), the same with ``input_columns=["num_tokens"]``, and
    ``ds.map`` over ``num_tokens`` both ways: peak RSS.
 4. **published set**: files per repository, entries per folder and the largest file, from
-   ``bench_layout.extrapolate`` (MMLongBench 8K..128K at Table 2's rows), scaled to 256K/512K.
+   ``bench_layout.extrapolate`` (MMLongBench 8K..128K at Table 2's rows), scaled to 256K/512K;
+   then one repository with a branch per family or per dataset (``mmlb push --branch-per``):
+   files in each branch's tree.
 """
 from __future__ import annotations
 
@@ -50,7 +54,7 @@ HUB_FILES, FOLDER_ENTRIES, FILE_BYTES = 100_000, 10_000, 5 * 10**9  # Hub docs, 
 
 
 # -- the loopback Hub, counting what it sends -------------------------------------------------------
-def counting_hub(repos: dict[str, dict[str, bytes]]):
+def counting_hub(repos: dict[str, dict[str, bytes]], **branches_and_tags):
     from loopback_hub import LoopbackHub
 
     class CountingHub(LoopbackHub):
@@ -66,7 +70,7 @@ def counting_hub(repos: dict[str, dict[str, bytes]]):
                 with self.lock:
                     CountingHub.sent += len(content)
 
-    return CountingHub(repos=repos)
+    return CountingHub(repos=repos, **branches_and_tags)
 
 
 def repo_files(folder: Path) -> dict[str, bytes]:
@@ -79,6 +83,16 @@ def pushed(folder: Path, work: Path, repo_id: str) -> dict[str, bytes]:
     hub = FolderUploader(work / f"hub-{repo_id.replace('/', '-')}")
     push_folder(folder, repo_id, uploader=hub, card=True)
     return repo_files(hub.repo_dir(repo_id))
+
+
+def pushed_to_branches(folder: Path, work: Path, repo_id: str, per: str = "family") -> dict:
+    """``mmlb push --branch-per``: the LoopbackHub arguments serving main (the card) and each branch."""
+    from mmlbdata.dataset.hub import FolderUploader, push_folder
+
+    hub = FolderUploader(work / f"hub-{repo_id.replace('/', '-')}-per-{per}")
+    plan = push_folder(folder, repo_id, uploader=hub, card=True, branch_per=per)
+    return {"repos": {repo_id: repo_files(hub.repo_dir(repo_id))},
+            "branches": {repo_id: {b: repo_files(hub.repo_dir(repo_id, b)) for b in sorted(plan.branches)}}}
 
 
 def old_layout(files: dict[str, bytes]) -> dict[str, bytes]:
@@ -190,8 +204,10 @@ def downloads(work: Path) -> list[dict]:
           f"({on_disk / images:.3f}x; budget 1.1x); {sum(n.startswith('images/') for n in files):,} image files",
           flush=True)
     rows = []
-    for name, served in (("partitions", files), ("family (before)", old_layout(files))):
-        with counting_hub({"org/mmlb": served}) as hub:
+    for name, served in (("partitions", {"repos": {"org/mmlb": files}}),
+                         ("family (before)", {"repos": {"org/mmlb": old_layout(files)}}),
+                         ("branch per family", pushed_to_branches(folder, work, "org/mmlb"))):
+        with counting_hub(**served) as hub:
             for config in DOWNLOAD_CONFIGS:
                 got, sent = hub_child(hub, "memory", "org/mmlb", config)
                 images, metadata, family = config_usage(folder, config)
@@ -278,6 +294,52 @@ def idioms(work: Path, plain_rows: int) -> list[dict]:
 
 
 # -- 4. the published set ---------------------------------------------------------------------------
+SIZES = (("8K..128K", 1), ("8K..512K", 4))  # lengths published, 128K images per question scaled by
+
+
+def _scaled(per_dataset: list[dict], scale: int) -> list[dict]:
+    """``bench_layout.extrapolate``'s rows grown to 512K (``scale`` 4): per question 4x the 128K
+    images (VRAG: one image per question), capped by the pool the recipe draws from."""
+    from benchmarks import bench_layout
+
+    if scale > 1:
+        for row in per_dataset:
+            grown = row["distinct"] * (1 if row["family"] == "VRAG" else scale)
+            row["distinct"] = min(grown, row["pool"]) if row["pool"] else grown
+            row["meta"] *= (sum(bench_layout.LENGTHS) + 3 * 2 * bench_layout.LENGTHS[-1]) / sum(bench_layout.LENGTHS)
+    return per_dataset
+
+
+def published_branches() -> list[dict]:
+    """``mmlb push --branch-per family|dataset``: files in each branch's tree (a family's or a
+    dataset's images, metadata and manifests; main holds README.md + stats.png), the largest
+    branch per grouping and whether every branch is within the Hub's recommendations. Per
+    dataset an image two datasets share is on both branches (VH-Single and VH-Multi: one COCO pool)."""
+    from benchmarks import bench_layout
+
+    units = bench_layout.measure_units()
+    out = []
+    for lengths, scale in SIZES:
+        per_dataset = _scaled(bench_layout.extrapolate(units), scale)
+        configs = 5 if scale == 1 else 7
+        fams = bench_layout.families(per_dataset)
+        if scale > 1:
+            next(f for f in fams if f["family"] == "VH")["distinct"] = bench_layout.COCO_VAL2017[0]
+        groups = {"family": [(f["family"], f["distinct"], f["datasets"]) for f in fams],
+                  "dataset": [(r["dataset"], r["distinct"], 1) for r in per_dataset]}
+        for per, branches in groups.items():
+            files = {name: distinct + 2 * datasets * configs for name, distinct, datasets in branches}
+            largest = max(files, key=files.get)
+            # a folder: images/<group>/ holds one partition per config at most, a partition 256 shards
+            entries = max(max(datasets * configs, 256, distinct / max(datasets, 1) / 256)
+                          for _, distinct, datasets in branches)
+            out.append({"lengths": lengths, "branch per": per, "branches": len(files) + 1,
+                        "largest branch": largest, "files": files[largest], "entries/folder": entries,
+                        "files, all branches": sum(files.values()) + 2,
+                        "over 100k": ", ".join(n for n, f in sorted(files.items()) if f >= HUB_FILES) or "-"})
+    return out
+
+
 def published_set() -> list[dict]:
     """Per family (one repository each, or all in one): files, entries per folder, largest file,
     at 8K..128K and with 256K + 512K (distinct images per question scaled with the length, capped
@@ -286,13 +348,8 @@ def published_set() -> list[dict]:
 
     units = bench_layout.measure_units()
     out = []
-    for lengths, scale in (("8K..128K", 1), ("8K..512K", 4)):
-        per_dataset = bench_layout.extrapolate(units)
-        if scale > 1:
-            for row in per_dataset:  # per question 4x the 128K images at 512K (VRAG: one image per question)
-                grown = row["distinct"] * (1 if row["family"] == "VRAG" else scale)
-                row["distinct"] = min(grown, row["pool"]) if row["pool"] else grown
-                row["meta"] *= (sum(bench_layout.LENGTHS) + 3 * 2 * bench_layout.LENGTHS[-1]) / sum(bench_layout.LENGTHS)
+    for lengths, scale in SIZES:
+        per_dataset = _scaled(bench_layout.extrapolate(units), scale)
         fams = bench_layout.families(per_dataset)
         configs_per_dataset = 5 if scale == 1 else 7
         for fam in fams:
@@ -315,9 +372,10 @@ def published_set() -> list[dict]:
 def print_downloads(rows: list[dict]) -> None:
     print("\n1. In-memory load_dataset(repo, config) from the loopback Hub: bytes sent per config", flush=True)
     print(table(rows, [k for k in rows[0] if not k.startswith("_")]))
-    ours = [r for r in rows if r["layout"] == "partitions"]
-    print(f"worst sent / (distinct images + metadata), this repository: partitions "
-          f"{max(r['_ratio'] for r in ours):.2f}, family layout {max(r['_ratio'] for r in rows if r not in ours):.2f}")
+    worst = {layout: max(r["_ratio"] for r in rows if r["layout"] == layout) for layout in dict.fromkeys(
+        r["layout"] for r in rows)}
+    print("worst sent / (distinct images + metadata), this repository: " +
+          ", ".join(f"{layout} {ratio:.2f}" for layout, ratio in worst.items()))
     ratios = published_ratios()
     worst_family = max(ratios, key=lambda r: r["family"])
     print(f"at the published size (MMLongBench 8K..128K, {len(ratios)} configs; extrapolated): partitions "
@@ -365,6 +423,13 @@ def main() -> None:
     print("\n4. MMLongBench published (Table 2 rows; extrapolated): files per repository (images + metadata + "
           "manifest per config + README), entries per folder, largest file")
     print(table(shown, list(shown[0])))
+    branches = [{**r, "files": f"{r['files']:,.0f}", "entries/folder": f"{r['entries/folder']:,.0f}",
+                 "files, all branches": f"{r['files, all branches']:,.0f}",
+                 "every branch within Hub limits": "yes" if r["over 100k"] == "-" and r["entries/folder"] < FOLDER_ENTRIES
+                 else "NO"} for r in published_branches()]
+    print("\n   One repository, `mmlb push --branch-per family|dataset` (main: README.md + stats.png): files "
+          "in the largest branch's tree")
+    print(table(branches, list(branches[0])))
 
 
 if __name__ == "__main__":

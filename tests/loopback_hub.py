@@ -11,9 +11,13 @@ and ``hf_hub_download``, read from its ``_snapshot_download.py`` / ``file_downlo
   ``Content-Length``) and body, or the ``Range`` asked (206): enough for ``datasets.load_dataset``,
   in memory and streaming
 
-Repos are ``{repo_id: {path: bytes}}``; every repo has one commit. A repo listed in ``gated``
-answers 403 with ``X-Error-Code: GatedRepo`` (how the Hub says "accept the terms first") unless
-the request carries ``Authorization: Bearer <token>``.
+Repos are ``{repo_id: {path: bytes}}`` (the ``main`` branch); every branch has one commit.
+``branches`` adds other branches of a repo (``{repo_id: {branch: {path: bytes}}}``) and ``tags``
+names a branch's commit (``{repo_id: {tag: branch}}``): a revision in a URL is then ``main``, a
+branch, a tag or one of their commit shas (``commit_of(repo, branch)``), and any other answers
+404 ``RevisionNotFound``; a repo without branches or tags answers every revision with ``main``.
+A repo listed in ``gated`` answers 403 with ``X-Error-Code: GatedRepo`` (how the Hub says
+"accept the terms first") unless the request carries ``Authorization: Bearer <token>``.
 """
 from __future__ import annotations
 
@@ -30,8 +34,9 @@ from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
 
-def commit_of(repo: str) -> str:
-    return hashlib.sha1(repo.encode()).hexdigest()
+def commit_of(repo: str, branch: str = "main") -> str:
+    """The one commit of ``repo``'s ``branch`` (main's is the sha the tests have always seen)."""
+    return hashlib.sha1((repo if branch == "main" else f"{repo}@{branch}").encode()).hexdigest()
 
 
 @dataclass
@@ -40,6 +45,8 @@ class LoopbackHub:
     gated: set[str] = field(default_factory=set)
     token: str = "hf_test_token"  # a gated repo answers requests that carry this bearer token
     requests: list[tuple[str, str]] = field(default_factory=list)
+    branches: dict[str, dict[str, dict[str, bytes]]] = field(default_factory=dict)  # repo -> branch -> files
+    tags: dict[str, dict[str, str]] = field(default_factory=dict)  # repo -> tag -> the branch it points at
 
     def __enter__(self) -> "LoopbackHub":
         hub = self
@@ -103,16 +110,41 @@ class LoopbackHub:
                 return route(h, repo, tail, body)
         self._send(h, 404, b"", {}, body)
 
+    def _revisions(self, repo: str) -> dict[str, str]:
+        """Every name a revision of ``repo`` may be given by (branch, tag, commit sha) -> its branch."""
+        names = {"main": "main", commit_of(repo): "main"}
+        for branch in self.branches.get(repo, {}):
+            names[branch] = names[commit_of(repo, branch)] = branch
+        for tag, branch in self.tags.get(repo, {}).items():
+            names[tag] = branch
+        return names
+
+    def _at_revision(self, repo: str, rest: str) -> tuple[str | None, str]:
+        """Split ``<revision>[/<path>]`` into (the branch it names, path); the branch is None for an
+        unknown revision of a repo with branches. A revision may hold '/' (``refs%2Fpr%2F1``)."""
+        names = self._revisions(repo)
+        for name in sorted(names, key=len, reverse=True):
+            if rest == name or rest.startswith(name + "/"):
+                return names[name], rest[len(name) + 1:]
+        path = rest.partition("/")[2]
+        return (None if len(names) > 2 else "main"), path
+
+    def _files(self, repo: str, branch: str) -> dict[str, bytes]:
+        return self.repos[repo] if branch == "main" else self.branches[repo][branch]
+
     def _api(self, h, repo: str, tail: str, body: bool) -> None:
-        files = self.repos[repo]
-        if tail.startswith("revision/"):
-            data = {"id": repo, "sha": commit_of(repo), "private": False,
+        route, _, rest = tail.partition("/")
+        branch, under = self._at_revision(repo, rest)
+        if branch is None:
+            return self._send(h, 404, b"", {"X-Error-Code": "RevisionNotFound"}, body)
+        files = self._files(repo, branch)
+        if route == "revision":
+            data = {"id": repo, "sha": commit_of(repo, branch), "private": False,
                     "siblings": [{"rfilename": name} for name in sorted(files)]}
-        elif tail.startswith("tree/"):
-            _rev, _, under = tail[len("tree/"):].partition("/")
+        elif route == "tree":
             recursive = "recursive=true" in (urlsplit(h.path).query or "").lower() or not under
             data = _tree(files, under.strip("/"), recursive)
-        elif tail.startswith("paths-info/"):
+        elif route == "paths-info":
             length = int(h.headers.get("Content-Length") or 0)
             asked = parse_qs(h.rfile.read(length).decode()).get("paths", [])
             data = [entry for entry in _tree(files, "", True) if entry["path"] in asked]
@@ -123,19 +155,21 @@ class LoopbackHub:
     def _resolve(self, h, repo: str, tail: str, body: bool) -> None:
         if not tail.startswith("resolve/"):
             return self._send(h, 404, b"", {}, body)
-        _rev, _, name = tail[len("resolve/"):].partition("/")
-        content = self.repos[repo].get(name)
+        branch, name = self._at_revision(repo, tail[len("resolve/"):])
+        if branch is None:
+            return self._send(h, 404, b"", {"X-Error-Code": "RevisionNotFound"}, body)
+        content = self._files(repo, branch).get(name)
         if content is None:
             return self._send(h, 404, b"", {"X-Error-Code": "EntryNotFound"}, body)
         etag = hashlib.sha256(content).hexdigest()
+        commit = commit_of(repo, branch)
         ranged = re.fullmatch(r"bytes=(\d+)-(\d*)", h.headers.get("Range") or "")
         if ranged:  # HfFileSystem reads files in byte ranges (streaming `datasets`)
             start, end = int(ranged[1]), int(ranged[2] or len(content) - 1)
             return self._send(h, 206, content[start:end + 1], {
-                "X-Repo-Commit": commit_of(repo), "ETag": f'"{etag}"', "Accept-Ranges": "bytes",
+                "X-Repo-Commit": commit, "ETag": f'"{etag}"', "Accept-Ranges": "bytes",
                 "Content-Range": f"bytes {start}-{min(end, len(content) - 1)}/{len(content)}"}, body)
-        self._send(h, 200, content, {"X-Repo-Commit": commit_of(repo), "ETag": f'"{etag}"',
-                                     "Accept-Ranges": "bytes"}, body)
+        self._send(h, 200, content, {"X-Repo-Commit": commit, "ETag": f'"{etag}"', "Accept-Ranges": "bytes"}, body)
 
     @staticmethod
     def _send(h, status: int, content: bytes, headers: dict, body: bool) -> None:

@@ -21,6 +21,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--config", action="append", default=None, help="only these configs")
     parser.add_argument("--private", action="store_true", help="create the repo as private")
     parser.add_argument("--revision", default=None, help="branch to push to (created if absent)")
+    parser.add_argument("--branch-per", choices=["family", "dataset"], default=None,
+                        help="put each family's (dataset's) files (metadata, images, manifests) on its own "
+                             "branch family-<name> (dataset-<name>) of the repo and only the card on main, whose "
+                             "configs name their files as hf://datasets/<repo>@<branch>/...: one name for every "
+                             "config, each branch's tree within the Hub's 100k-files recommendation (files "
+                             "method; `dataset` where one family's branch would exceed it)")
     parser.add_argument("--method", choices=["files", "push_to_hub"], default="files",
                         help="files: upload the shards as built (default); push_to_hub: "
                              "Dataset.push_to_hub per config (re-encodes rows)")
@@ -63,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         plan = push_folder(args.folder, args.repo, configs=args.config, private=args.private,
                            revision=args.revision, max_shard_size=args.max_shard_size, uploader=uploader,
                            method=args.method, num_proc=args.num_proc, force=args.force, card=not args.no_card,
-                           allow_demo=args.allow_demo)
+                           allow_demo=args.allow_demo, branch_per=args.branch_per)
     except (FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
@@ -78,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
               f"(dry run: the files that would be sent are in {absolute(args.dry_run)})")
     else:
         print(f"pushed {len(plan.configs)} config(s) to {plan.repo_id}: {names}")
+    for branch, configs in sorted(plan.branches.items()):
+        print(f"branch {branch}: {', '.join(configs) or '-'}")
     if plan.skipped:
         print(f"already on the Hub with the same build: {', '.join(plan.skipped)}")
     if plan.removed:

@@ -15,6 +15,16 @@ The README's ``configs``/``dataset_info`` entries are computed with ``datasets``
 ``MetadataConfigs`` / ``DatasetInfosDict`` update logic (what ``Dataset.push_to_hub`` does),
 starting from the README already on the Hub, so configs pushed from elsewhere stay listed.
 
+Branch per family or dataset (``branch_per="family"|"dataset"``, ``mmlb push --branch-per``):
+each family's (dataset's) configs (metadata, the image partitions they use, manifests) go to
+their own branch ``family-<group>`` (``dataset-<name>``) of the same repo, pushed as above
+(resumable, unused images removed per branch), and ``main`` holds only the card, whose config
+entries name their files as ``hf://datasets/<repo>@<branch>/...``. One name serves every config
+while each branch's tree stays within the Hub's file recommendations (``datasets`` accepts data
+files of any revision of the repo it loads, but reads a config's images from its metadata file's
+revision: a config's files share one branch; ARCHITECTURE.md, "Dataset layout"). The built
+folder's own README keeps its relative paths.
+
 Method ``push_to_hub``: ``Dataset.push_to_hub(repo, config_name=..., split="test")`` per config
 (re-encodes the rows; images embedded per row). Kept for uploaders that only offer that.
 
@@ -162,6 +172,7 @@ class PushPlan:
     readme: str = ""  # the README text sent
     removed: list[str] = field(default_factory=list)  # images deleted from the repo: no config of it uses them
     kept_unused_for: list[str] = field(default_factory=list)  # configs built elsewhere: no image deleted for them
+    branches: dict[str, list[str]] = field(default_factory=dict)  # branch -> its configs (branch_per)
 
 
 def load_config(folder: os.PathLike, config: str):
@@ -225,10 +236,12 @@ def push_folder(folder: os.PathLike, repo_id: str, *, configs: Optional[list[str
                 private: bool = False, revision: Optional[str] = None,
                 max_shard_size: Optional[str] = None, uploader: Optional[Any] = None,
                 method: Optional[str] = None, num_proc: Optional[int] = None, force: bool = False,
-                card: bool = True, allow_demo: bool = False) -> PushPlan:
+                card: bool = True, allow_demo: bool = False, branch_per: Optional[str] = None) -> PushPlan:
     """Push every (or the named) config of ``folder`` to ``repo_id``, then the card.
 
     ``method`` is ``files`` (default when the uploader can commit files) or ``push_to_hub``.
+    ``branch_per`` (``family`` or ``dataset``): each family's (dataset's) files on its own branch,
+    the card on main (files method only; the branches are the revisions, so no ``revision``).
     A malformed ``repo_id`` (``../../x``, ``a/b/c``) or ``revision`` is refused before anything is
     read or sent.
     """
@@ -253,6 +266,14 @@ def push_folder(folder: os.PathLike, repo_id: str, *, configs: Optional[list[str
     if max_shard_size:
         raise ValueError("the files method uploads the shards as built: choose their size at build time "
                          "(`mmlb build --shard-size`), or use --method push_to_hub")
+    if branch_per:
+        if branch_per not in BRANCH_KEYS:
+            raise ValueError(f"unknown --branch-per {branch_per!r} ({' or '.join(BRANCH_KEYS)})")
+        if revision:
+            raise ValueError("--branch-per pushes each family or dataset to its own branch and the card to main: "
+                             "leave out --revision")
+        return _push_branches(folder, repo_id, names, uploader, branch_per, private=private,
+                              num_threads=max(1, num_proc or 5), force=force, card=card)
     return _push_files(folder, repo_id, names, uploader, private=private, revision=revision,
                        num_threads=max(1, num_proc or 5), force=force, card=card)
 
@@ -299,20 +320,93 @@ def _push_files(folder: Path, repo_id: str, names: list[str], uploader: RepoUplo
         plan.files += sorted(add)
     _remove_unused_images(folder, repo_id, uploader, revision, num_threads, plan)
     if card:
-        remote_readme = uploader.read_text(repo_id, README, revision=revision) if README in remote_files else None
         # list the local configs the repo now holds (not local ones left out of this push)
         on_hub = [n for n in configs_in(folder) if n in plan.configs or n in plan.skipped or n in remote_configs]
-        plan.readme = hub_readme(folder, on_hub, remote_readme)
-        from mmlbdata.dataset.card import PLOT_NAME
+        _push_card(folder, repo_id, uploader, on_hub, revision, num_threads, plan, README in remote_files)
+    return plan
 
-        card_files: dict[str, Payload] = {README: plan.readme.encode("utf-8")}
-        if (folder / PLOT_NAME).is_file():
-            card_files[PLOT_NAME] = folder / PLOT_NAME
-        if not plan.configs and plan.readme == remote_readme:
-            return plan  # nothing new: no empty commit
-        uploader.commit(repo_id, add=card_files, delete=[], message="Update dataset card", revision=revision,
-                        num_threads=num_threads)
-        plan.files += sorted(card_files)
+
+def _push_card(folder: Path, repo_id: str, uploader: RepoUploader, on_hub: list[str], revision: Optional[str],
+               num_threads: int, plan: PushPlan, readme_on_hub: bool,
+               locations: Optional[dict[str, str]] = None) -> None:
+    """Commit README.md (entries of ``on_hub``, the Hub's others kept) and stats.png, unless
+    nothing changed; ``locations`` as in :func:`hub_readme`."""
+    from mmlbdata.dataset.card import PLOT_NAME
+
+    remote_readme = uploader.read_text(repo_id, README, revision=revision) if readme_on_hub else None
+    plan.readme = hub_readme(folder, on_hub, remote_readme, locations)
+    card_files: dict[str, Payload] = {README: plan.readme.encode("utf-8")}
+    if (folder / PLOT_NAME).is_file():
+        card_files[PLOT_NAME] = folder / PLOT_NAME
+    if not plan.configs and plan.readme == remote_readme:
+        return  # nothing new: no empty commit
+    uploader.commit(repo_id, add=card_files, delete=[], message="Update dataset card", revision=revision,
+                    num_threads=num_threads)
+    plan.files += sorted(card_files)
+
+
+BRANCH_KEYS = ("family", "dataset")  # the manifest key that names a config's branch
+
+
+def config_branch(folder: Path, config: str, per: str) -> str:
+    """The branch a config's files go to: ``family-<group>`` (the group its images are stored
+    under, ``images/<group>/``) or ``dataset-<name>``, from its manifest (``shared`` if unknown)."""
+    from mmlbdata.dataset.partitions import image_group_of
+
+    return f"{per}-{image_group_of((read_manifest(folder, config) or {}).get(per))}"
+
+
+def branch_location(repo_id: str, branch: str) -> str:
+    """Where a README on main names a file of ``branch``: ``datasets`` accepts any data file whose
+    path starts with ``datasets/<repo_id>@`` (builder.py), whatever the revision."""
+    return f"hf://datasets/{repo_id}@{branch}/"
+
+
+def _branch_files(uploader: RepoUploader, repo_id: str, branch: str) -> list[str]:
+    """The files of ``branch``; none when the Hub has no such branch (a family of the folder that
+    was never pushed: ``--config`` named others)."""
+    from huggingface_hub.errors import RevisionNotFoundError
+
+    try:
+        return uploader.list_files(repo_id, revision=branch)
+    except RevisionNotFoundError:
+        return []
+
+
+def _push_branches(folder: Path, repo_id: str, names: list[str], uploader: RepoUploader, per: str, *,
+                   private: bool, num_threads: int, force: bool, card: bool) -> PushPlan:
+    """Each family's (dataset's) configs pushed to its branch as :func:`_push_files` pushes a repo
+    (resumable, unused images removed per branch), then the card on main naming every config's
+    files on its branch. Configs of the folder already on their branch stay listed. An image two
+    datasets use is on both their branches (one stored object: the Hub stores files by content).
+    The Hub creates a branch from main's head: one created after the card carries a copy of
+    README.md and stats.png that nothing reads (every config loads through main's card)."""
+    plan = PushPlan(repo_id)
+    uploader.prepare(repo_id, private=private, revision=None)
+    by_branch: dict[str, list[str]] = {}
+    for name in configs_in(folder):  # every local config, to list those already on their branch
+        by_branch.setdefault(config_branch(folder, name, per), []).append(name)
+    on_hub: list[str] = []
+    for branch, configs in sorted(by_branch.items()):
+        check_revision(branch)
+        mine = [n for n in configs if n in names]
+        if mine:
+            part = _push_files(folder, repo_id, mine, uploader, private=private, revision=branch,
+                               num_threads=num_threads, force=force, card=False)
+            plan.configs += part.configs
+            plan.skipped += part.skipped
+            plan.files += part.files
+            plan.removed += part.removed
+            plan.kept_unused_for += part.kept_unused_for
+        held = set(remote_config_files(set(_branch_files(uploader, repo_id, branch)))) if mine or card else set()
+        if held.intersection(configs):
+            plan.branches[branch] = [n for n in configs if n in held]
+            on_hub += plan.branches[branch]
+    if card:
+        locations = {n: branch_location(repo_id, b) for b, configs in plan.branches.items() for n in configs}
+        main_files = set(uploader.list_files(repo_id, revision=None))
+        _push_card(folder, repo_id, uploader, sorted(on_hub), None, num_threads, plan, README in main_files,
+                   locations)
     return plan
 
 
@@ -398,8 +492,9 @@ def _config_payload(folder: Path, name: str, uploader: RepoUploader, repo_id: st
     return {metadata_filename(name): files[0]}
 
 
-def hub_info_entries(folder: Path, config: str):
-    """``(DatasetInfo, metadata config)`` of one config, in the form ``Dataset.push_to_hub`` writes."""
+def hub_info_entries(folder: Path, config: str, location: str = ""):
+    """``(DatasetInfo, metadata config)`` of one config, in the form ``Dataset.push_to_hub`` writes;
+    ``location`` prefixes its data files (``hf://datasets/<repo>@<branch>/``: files on a branch)."""
     from datasets.info import DatasetInfo
     from datasets.splits import SplitDict, SplitInfo
 
@@ -417,12 +512,18 @@ def hub_info_entries(folder: Path, config: str):
     entry.pop("config_name")
     if "metadata_filenames" not in entry:  # the form push_to_hub writes
         entry["data_files"] = [{"split": SPLIT, "path": f"data/{config}/{SPLIT}-*"}]
+    if location:
+        for split in entry["data_files"]:
+            paths = split["path"]
+            split["path"] = location + paths if isinstance(paths, str) else [location + p for p in paths]
     return info, entry
 
 
-def hub_readme(folder: Path, names: list[str], remote_readme: Optional[str]) -> str:
+def hub_readme(folder: Path, names: list[str], remote_readme: Optional[str],
+               locations: Optional[dict[str, str]] = None) -> str:
     """The README to send: the local card over the Hub's; the entries of ``names`` (configs the repo
-    holds) updated by ``datasets``' own logic, the Hub's other entries kept."""
+    holds) updated by ``datasets``' own logic, the Hub's other entries kept. ``locations`` gives a
+    config's files' prefix when they are not at the root of this revision (a family's branch)."""
     from datasets.info import DatasetInfosDict
     from datasets.utils.metadata import MetadataConfigs
     from huggingface_hub import DatasetCard, DatasetCardData
@@ -437,7 +538,7 @@ def hub_readme(folder: Path, names: list[str], remote_readme: Optional[str]) -> 
         if key not in ("configs", "dataset_info"):
             data[key] = value
     for name in sorted(names):
-        info, metadata_config = hub_info_entries(folder, name)
+        info, metadata_config = hub_info_entries(folder, name, (locations or {}).get(name, ""))
         DatasetInfosDict({name: info}).to_dataset_card_data(data)
         MetadataConfigs({name: metadata_config}).to_dataset_card_data(data)
     body = local_body
