@@ -115,16 +115,24 @@ def done_ids(path: Path, config: str) -> set[str]:
 
 def iter_examples(data_dir: str | Path, config: str) -> Iterator[dict]:
     """Rows of the config's test split with images as undecoded {"bytes", "path"} values,
-    streamed from the parquet files (no Arrow cache copy, which could also be stale)."""
+    streamed from the parquet files (no Arrow cache copy, which could also be stale): local
+    plain parquet files read by pyarrow a batch at a time (:mod:`.local_rows`), anything else
+    streamed by ``datasets``."""
     import datasets
 
-    ds = datasets.load_dataset(str(data_dir), config, split="test", streaming=True)
+    from mmlbdata.runner.local_rows import local_parquet_files, parquet_rows
+    from mmlbdata.runner.prefetch import with_image_bytes  # files layout: each image a file (a request on the Hub)
+
+    builder = datasets.load_dataset_builder(str(data_dir), config)  # what load_dataset(streaming=True) does first
+    files = local_parquet_files(builder)
+    if files is not None:
+        yield from with_image_bytes(parquet_rows(files, builder.info.features))
+        return
+    ds = builder.as_streaming_dataset(split="test")
     if "images" in (ds.column_names or list(ds.features or [])):
         # decode(False), not cast_column: streaming from the Hub, load_dataset adds a threaded
         # decoding step that a cast does not undo (the rows would hold PIL images)
         ds = ds.decode(False)
-    from mmlbdata.runner.prefetch import with_image_bytes  # files layout: each image a file (a request on the Hub)
-
     yield from with_image_bytes(ds)
 
 
