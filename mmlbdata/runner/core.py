@@ -244,9 +244,8 @@ def run(backend: Backend, data_dir: str | Path, configs: Sequence[str], out: str
                     _log_config(current, stats, start)
                 current = batch.config
                 _flush(backend, batch, sink, stats)
-                peak = gpu_peak_memory()
-                stats.gpu_peak = peak if peak is not None else stats.gpu_peak
-                if profile is not None:
+                if profile is not None:  # else read once per config (_log_config): the peak only grows
+                    peak = _note_gpu_peak(stats)
                     profile.write(json.dumps({**batch.profile.record(), "gpu_peak_bytes": peak}) + "\n")
                     profile.flush()
     finally:
@@ -257,13 +256,20 @@ def run(backend: Backend, data_dir: str | Path, configs: Sequence[str], out: str
     if current is not None:
         _log_config(current, stats, start)
     stats.seconds = time.perf_counter() - start
+    _note_gpu_peak(stats)
+    return stats
+
+
+def _note_gpu_peak(stats: RunStats) -> Optional[int]:
+    """The GPU peak so far (None: no CUDA), kept in ``stats``."""
     peak = gpu_peak_memory()
     stats.gpu_peak = peak if peak is not None else stats.gpu_peak
-    return stats
+    return peak
 
 
 def _log_config(config: str, stats: RunStats, start: float) -> None:
     stats.seconds = time.perf_counter() - start
+    _note_gpu_peak(stats)
     log.info("%s: %s", config, stats.line())
 
 
