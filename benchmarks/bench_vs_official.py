@@ -26,7 +26,9 @@ the median ratio of CPU time (ours / official) over the rounds and its range. Fo
   answers at once: streaming, image bytes read ahead, batching, the pipeline threads, the
   predictions file) vs ``data.py``'s ``load_visual_haystack`` (``load_dataset("json")`` + its
   ``map``) and reading every image file its rows list, on the same Visual Haystack rows of real
-  COCO images (``$MMLB_TEST_DATA/coco_mini``).
+  COCO images (``$MMLB_TEST_DATA/coco_mini``); a second row times ``mmlb run --workers 0`` (no
+  thread reading ahead of generation: what that thread costs, a feature the official side as
+  timed here lacks; eval.py's DataLoader reads ahead in worker processes this does not count).
 
 A ratio above 1.0 means this library needs more CPU than the official code for the same work.
 Timings on a shared machine are noisy: read the medians.
@@ -372,12 +374,15 @@ class _Answering:
         return [Generation("no", 1, 1) for _ in requests]
 
 
-def our_reader(built: Path, out: Path) -> None:
-    from mmlbdata.runner.core import run
+def our_reader(built: Path, out: Path, workers: int = 2) -> None:
+    """``mmlb run`` (``--workers 2``, its default: a thread reads ahead of generation; 0: the serial
+    path, which the second reader row times to show what that thread costs)."""
+    from mmlbdata.runner.core import PipelineOptions, run
 
     if out.exists():
         out.unlink()
-    run(_Answering(), built, ["vhsingle_8k"], out)  # batch size 1: mmlb run's default, eval.py's DataLoader's
+    # batch size 1: mmlb run's default, eval.py's DataLoader's
+    run(_Answering(), built, ["vhsingle_8k"], out, pipeline=PipelineOptions(workers=workers))
 
 
 def official_reader(release: Path, images: Path) -> None:
@@ -434,9 +439,10 @@ def run_reader(rows: Rows, n_rows: int, images: int, rounds: int, work: Path) ->
     our_reader(built, work / "warm.jsonl")
     official_reader(release, coco)
     for round_no in range(rounds):
-        rows.measure("reader", f"vh 8k, {n_rows} rows x {images} images",
-                     lambda: cpu(lambda: our_reader(built, work / "reader.jsonl")),
-                     lambda: cpu(lambda: official_reader(release, coco)), round_no)
+        for workers, how in ((2, ""), (0, ", --workers 0")):
+            rows.measure("reader", f"vh 8k, {n_rows} rows x {images} images{how}",
+                         lambda: cpu(lambda: our_reader(built, work / "reader.jsonl", workers)),
+                         lambda: cpu(lambda: official_reader(release, coco)), round_no)
         print(f"round {round_no + 1}/{rounds}: reader done", file=sys.stderr)
 
 
