@@ -51,7 +51,8 @@ def test_local_rows_are_the_rows_datasets_streams(tmp_path, monkeypatch, layout)
     builder = datasets.load_dataset_builder(str(out), "toy_8k")
     files = local_rows.local_parquet_files(builder)
     if layout == "files":
-        assert files is None  # the folder-based builder maps file names to paths: datasets reads it
+        assert files is None  # the folder-based builder: not a plain parquet
+        assert local_rows.local_files_layout(out, "toy_8k") is not None
     else:
         assert files is not None and len(files) > 1
         monkeypatch.setattr(local_rows, "BATCH_BYTES", 1)  # one row per conversion
@@ -75,3 +76,57 @@ def test_a_parquet_without_features_in_the_readme_is_read_as_datasets_reads_it(t
     assert local_rows.local_parquet_files(datasets.load_dataset_builder(str(built), "vhsingle_8k"))
     got = list(iter_examples(built, "vhsingle_8k"))
     assert got == _streamed(built, "vhsingle_8k") and got[0]["images"][0]["bytes"] == image.read_bytes()
+
+
+def test_files_layout_rows_are_the_rows_datasets_streams_from_any_folder_path(tmp_path, monkeypatch):
+    """Two configs sharing images (re-partitioned under images/toy/<owner>), read from an absolute
+    and a relative folder path: the rows (paths included) are datasets' folder-based builder's."""
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf_cache"))
+    store = ImageStore(tmp_path / "store")
+    refs = [store.put_bytes(_jpeg(i), "jpg") for i in range(6)]
+    out = tmp_path / "out"
+    store_config(out, "toy_8k", _rows(refs[:4], 7), manifest={"family": "toy"}, layout="files")
+    store_config(out, "toy_32k", _rows(refs[2:], 5), manifest={"family": "toy"}, layout="files")
+    monkeypatch.chdir(tmp_path)
+    for folder in (out, "out"):
+        for config in ("toy_8k", "toy_32k"):
+            assert local_rows.local_files_layout(folder, config) is not None
+            rows, streamed = list(iter_examples(folder, config)), _streamed(folder, config)
+            assert rows == streamed and [list(r) for r in rows] == [list(r) for r in streamed]
+
+
+def test_a_file_name_leaving_the_folder_is_refused_as_datasets_refuses_it(tmp_path, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf_cache"))
+    store = ImageStore(tmp_path / "store")
+    out = tmp_path / "out"
+    # two images: with one, datasets infers its parquet builder (one .parquet, one .jpg) and fails to cast
+    store_config(out, "toy_8k", _rows([store.put_bytes(_jpeg(i), "jpg") for i in range(2)], 2),
+                 manifest={"family": "toy"}, layout="files")
+    metadata = out / "toy_8k.metadata.parquet"
+    table = pq.read_table(metadata)
+    names = pa.array([["../../secret.jpg"]] * table.num_rows, table.schema.field("images_file_names").type)
+    pq.write_table(table.set_column(table.schema.get_field_index("images_file_names"), "images_file_names", names),
+                   metadata)
+    with pytest.raises(ValueError, match="relative path"):
+        _streamed(out, "toy_8k")
+    with pytest.raises(ValueError, match="relative path"):
+        list(iter_examples(out, "toy_8k"))
+
+
+def test_a_readme_entry_with_other_options_goes_through_datasets(tmp_path):
+    from mmlbdata.dataset.card import join_front_matter, split_front_matter
+
+    store = ImageStore(tmp_path / "store")
+    out = tmp_path / "out"
+    store_config(out, "toy_8k", _rows([store.put_bytes(_jpeg(0), "jpg")], 2), manifest={"family": "toy"},
+                 layout="files")
+    assert local_rows.local_files_layout(out, "toy_8k") is not None
+    assert local_rows.local_files_layout(out, "toy_32k") is None  # no such config
+    readme = out / "README.md"
+    meta, body = split_front_matter(readme.read_text())
+    meta["configs"][0]["filters"] = [["num_tokens", ">", 100]]
+    readme.write_text(join_front_matter(meta, body))
+    assert local_rows.local_files_layout(out, "toy_8k") is None

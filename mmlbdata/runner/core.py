@@ -115,14 +115,18 @@ def done_ids(path: Path, config: str) -> set[str]:
 
 def iter_examples(data_dir: str | Path, config: str) -> Iterator[dict]:
     """Rows of the config's test split with images as undecoded {"bytes", "path"} values,
-    streamed from the parquet files (no Arrow cache copy, which could also be stale): local
-    plain parquet files read by pyarrow a batch at a time (:mod:`.local_rows`), anything else
-    streamed by ``datasets``."""
+    streamed from the parquet files (no Arrow cache copy, which could also be stale): a local
+    config (files layout, plain parquet) read by pyarrow a batch at a time (:mod:`.local_rows`),
+    anything else streamed by ``datasets``."""
     import datasets
 
-    from mmlbdata.runner.local_rows import local_parquet_files, parquet_rows
+    from mmlbdata.runner.local_rows import files_layout_rows, local_files_layout, local_parquet_files, parquet_rows
     from mmlbdata.runner.prefetch import with_image_bytes  # files layout: each image a file (a request on the Hub)
 
+    files_layout = local_files_layout(data_dir, config)
+    if files_layout is not None:
+        yield from with_image_bytes(files_layout_rows(*files_layout))
+        return
     builder = datasets.load_dataset_builder(str(data_dir), config)  # what load_dataset(streaming=True) does first
     files = local_parquet_files(builder)
     if files is not None:

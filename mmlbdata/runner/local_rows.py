@@ -7,8 +7,9 @@ reader). For a config whose data files are local parquet files read by the plain
 builder (the embedded layout, ``runner.smoke.write_built``), the rows are the same when pyarrow
 reads them: the same files in the builder's order, each table cast to the builder's features as
 its ``_cast_table`` casts it, no feature decoded (what ``decode(False)`` asks), converted
-``to_pylist`` a batch at a time. Anything else (the Hub, the files layout's folder builder, a
-config with column or filter options) goes through ``datasets`` streaming as before.
+``to_pylist`` a batch at a time. A files-layout config (``mmlb build``'s default) is read from
+its metadata parquet the same way (see :func:`local_files_layout`). Anything else (the Hub, a
+README entry with other builder options) goes through ``datasets`` streaming as before.
 """
 from __future__ import annotations
 
@@ -63,3 +64,104 @@ def _batch_rows(metadata) -> int:
     rows = max(metadata.num_rows, 1)
     size = sum(metadata.row_group(i).total_byte_size for i in range(metadata.num_row_groups))
     return max(1, min(1024, BATCH_BYTES * rows // max(size, 1)))
+
+
+# -- the files layout (mmlb build's default) --------------------------------------------------------
+# datasets reads it with its folder-based image builder, which first resolves the config's data
+# files: every image under its images/ partitions (fsspec info and origin metadata per file,
+# 33 ms for 79 files, growing with the partition) only to learn that the rows come from the
+# metadata parquet. Its rows are that file's rows with each ``<col>_file_names`` list turned into
+# ``<col>``: ``{"bytes": None, "path": <metadata dir>/<name>}`` per image, columns in the order of
+# the config's features.
+
+def local_files_layout(data_dir, config: str):
+    """``(metadata parquet, features, image columns)`` when ``data_dir`` is a local folder whose
+    README gives ``config`` exactly the files-layout entry ``mmlb build`` writes (its metadata file
+    named in ``metadata_filenames``, image folders as ``<dir>/**``, no other builder option) and
+    whose images are plain ``Image`` values or lists of them; None otherwise (use ``datasets``)."""
+    from datasets import Features
+
+    from mmlbdata.dataset.card import split_front_matter
+    from mmlbdata.dataset.writer import metadata_filename
+
+    readme = os.path.join(str(data_dir), "README.md")
+    if "://" in str(data_dir) or not os.path.isfile(readme):
+        return None
+    with open(readme, encoding="utf-8") as handle:
+        meta, _ = split_front_matter(handle.read())
+    entry = _entry(meta.get("configs"), config)
+    info = _entry(meta.get("dataset_info"), config)
+    name = metadata_filename(config)
+    if entry is None or info is None or "features" not in info or not _is_files_entry(entry, name):
+        return None
+    metadata = os.path.join(os.path.abspath(str(data_dir)), name)
+    if not os.path.isfile(metadata):
+        return None
+    features = Features._from_yaml_list(info["features"])
+    columns = _image_columns(features)
+    return (metadata, features, columns) if columns is not None else None
+
+
+def _entry(entries, config: str):
+    matches = [e for e in entries or [] if isinstance(e, dict) and e.get("config_name") == config]
+    return matches[0] if len(matches) == 1 else None
+
+
+def _is_files_entry(entry: dict, name: str) -> bool:
+    if set(entry) - {"config_name", "data_files", "metadata_filenames", "decode_num_threads"}:
+        return False
+    files = entry.get("data_files")
+    if entry.get("metadata_filenames") != [name] or not isinstance(files, list) or len(files) != 1:
+        return False
+    paths = files[0].get("path") if isinstance(files[0], dict) and files[0].get("split") == "test" else None
+    return isinstance(paths, list) and paths[:1] == [name] and all(
+        isinstance(p, str) and p.endswith("/**") for p in paths[1:])
+
+
+def _image_columns(features) -> Optional[dict[str, bool]]:
+    """Column -> whether it holds a list of images; None when some column needs decoding of
+    another kind (audio, video, images nested deeper): those stay with ``datasets``."""
+    from datasets import Image, LargeList, List, Sequence
+    from datasets.features.features import require_decoding
+
+    columns = {}
+    for column, feature in features.items():
+        if isinstance(feature, Image):
+            columns[column] = False
+        elif isinstance(feature, (List, LargeList, Sequence)) and isinstance(feature.feature, Image):
+            columns[column] = True
+        elif require_decoding(feature):
+            return None
+    return columns
+
+
+def files_layout_rows(metadata: str, features, image_columns: dict[str, bool]) -> Iterator[dict]:
+    """The metadata file's rows as the folder-based builder gives them (``decode(False)``)."""
+    import pyarrow.parquet as pq
+
+    folder = os.path.dirname(metadata)
+    order = list(features)
+    with pq.ParquetFile(metadata) as parquet:
+        for batch in parquet.iter_batches(batch_size=_batch_rows(parquet.metadata)):
+            for row in batch.to_pylist():
+                for column, many in image_columns.items():
+                    if many:
+                        names = row.pop("file_names", None) or row.pop(column + "_file_names", None)
+                        row[column] = None if names is None else [_image(folder, n) for n in names]
+                    else:
+                        name = row.pop("file_name", None) or row.pop(column + "_file_name", None)
+                        row[column] = _image(folder, name)
+                yield {column: row.get(column) for column in order}
+
+
+def _image(folder: str, name: Optional[str]) -> Optional[dict]:
+    """``name`` inside ``folder``, refused as the folder-based builder refuses it (a URL, an
+    absolute path or one leaving the folder could read any file on the host)."""
+    if name is None:
+        return None
+    relative = os.path.normpath(name).replace("\\", "/")
+    if "://" in name or os.path.isabs(name) or os.path.isabs(relative) or relative == ".." \
+            or relative.startswith("../"):
+        raise ValueError(f"Invalid metadata file_name '{name}': `file_name` must be a relative path "
+                         f"pointing inside the directory containing the metadata file")
+    return {"bytes": None, "path": os.path.join(folder, relative)}
