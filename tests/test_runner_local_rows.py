@@ -55,6 +55,7 @@ def test_local_rows_are_the_rows_datasets_streams(tmp_path, monkeypatch, layout)
         assert local_rows.local_files_layout(out, "toy_8k") is not None
     else:
         assert files is not None and len(files) > 1
+        assert local_rows.readme_parquet_files(out, "toy_8k")[0] == files  # the README's answer, without the builder
         monkeypatch.setattr(local_rows, "BATCH_BYTES", 1)  # one row per conversion
         assert list(local_rows.parquet_rows(files, builder.info.features)) == _streamed(out, "toy_8k")
         monkeypatch.setattr(local_rows, "BATCH_BYTES", 3000)
@@ -73,9 +74,13 @@ def test_a_parquet_without_features_in_the_readme_is_read_as_datasets_reads_it(t
              "images": [{"bytes": None, "path": str(image)}], "question": "q", "answers": ["yes"],
              "metric": "binary_acc", "meta": "{}"} for i in range(5)]
     built = write_built(tmp_path / "built", {"vhsingle_8k": rows})
-    assert local_rows.local_parquet_files(datasets.load_dataset_builder(str(built), "vhsingle_8k"))
+    files = local_rows.local_parquet_files(datasets.load_dataset_builder(str(built), "vhsingle_8k"))
+    assert files and local_rows.readme_parquet_files(built, "vhsingle_8k") == (files, None)
+    shard = next((built / "data" / "vhsingle_8k").glob("*.parquet"))
+    (shard.parent / ".stale.parquet").write_bytes(shard.read_bytes())  # hidden: datasets' glob leaves it out
     got = list(iter_examples(built, "vhsingle_8k"))
     assert got == _streamed(built, "vhsingle_8k") and got[0]["images"][0]["bytes"] == image.read_bytes()
+    assert len(got) == 5
 
 
 def test_files_layout_rows_are_the_rows_datasets_streams_from_any_folder_path(tmp_path, monkeypatch):

@@ -120,12 +120,22 @@ def iter_examples(data_dir: str | Path, config: str) -> Iterator[dict]:
     anything else streamed by ``datasets``."""
     import datasets
 
-    from mmlbdata.runner.local_rows import files_layout_rows, local_files_layout, local_parquet_files, parquet_rows
+    from mmlbdata.runner.local_rows import (
+        files_layout_rows,
+        local_files_layout,
+        local_parquet_files,
+        parquet_rows,
+        readme_parquet_files,
+    )
     from mmlbdata.runner.prefetch import with_image_bytes  # files layout: each image a file (a request on the Hub)
 
     files_layout = local_files_layout(data_dir, config)
     if files_layout is not None:
         yield from with_image_bytes(files_layout_rows(*files_layout))
+        return
+    plain = readme_parquet_files(data_dir, config)
+    if plain is not None:
+        yield from with_image_bytes(parquet_rows(*plain))
         return
     builder = datasets.load_dataset_builder(str(data_dir), config)  # what load_dataset(streaming=True) does first
     files = local_parquet_files(builder)

@@ -8,8 +8,10 @@ builder (the embedded layout, ``runner.smoke.write_built``), the rows are the sa
 reads them: the same files in the builder's order, each table cast to the builder's features as
 its ``_cast_table`` casts it, no feature decoded (what ``decode(False)`` asks), converted
 ``to_pylist`` a batch at a time. A files-layout config (``mmlb build``'s default) is read from
-its metadata parquet the same way (see :func:`local_files_layout`). Anything else (the Hub, a
-README entry with other builder options) goes through ``datasets`` streaming as before.
+its metadata parquet the same way (see :func:`local_files_layout`). Both are recognised from the
+README entry ``mmlb build`` writes (:func:`readme_parquet_files`, :func:`local_files_layout`);
+another local entry asks ``load_dataset_builder`` (:func:`local_parquet_files`); anything else
+(the Hub, an entry with other builder options) goes through ``datasets`` streaming as before.
 """
 from __future__ import annotations
 
@@ -75,15 +77,10 @@ def _batch_rows(metadata) -> int:
 # ``<col>``: ``{"bytes": None, "path": <metadata dir>/<name>}`` per image, columns in the order of
 # the config's features.
 
-def local_files_layout(data_dir, config: str):
-    """``(metadata parquet, features, image columns)`` when ``data_dir`` is a local folder whose
-    README gives ``config`` exactly the files-layout entry ``mmlb build`` writes (its metadata file
-    named in ``metadata_filenames``, image folders as ``<dir>/**``, no other builder option) and
-    whose images are plain ``Image`` values or lists of them; None otherwise (use ``datasets``)."""
-    from datasets import Features
-
+def readme_entries(data_dir, config: str) -> Optional[tuple[dict, Optional[dict]]]:
+    """``(configs entry, dataset_info entry or None)`` of ``config`` in a local folder's README
+    front matter; None for the Hub, a folder without README or a config not listed once."""
     from mmlbdata.dataset.card import split_front_matter
-    from mmlbdata.dataset.writer import metadata_filename
 
     readme = os.path.join(str(data_dir), "README.md")
     if "://" in str(data_dir) or not os.path.isfile(readme):
@@ -91,9 +88,52 @@ def local_files_layout(data_dir, config: str):
     with open(readme, encoding="utf-8") as handle:
         meta, _ = split_front_matter(handle.read())
     entry = _entry(meta.get("configs"), config)
-    info = _entry(meta.get("dataset_info"), config)
-    name = metadata_filename(config)
-    if entry is None or info is None or "features" not in info or not _is_files_entry(entry, name):
+    return None if entry is None else (entry, _entry(meta.get("dataset_info"), config))
+
+
+def readme_parquet_files(data_dir, config: str):
+    """``(files, features or None)`` for a README entry that is one test-split pattern of local
+    parquet files (``data/<config>/test-*.parquet``, the embedded layout), resolved as datasets
+    resolves it (matches sorted, hidden files and links to nothing left out); None otherwise:
+    :func:`local_parquet_files` asks ``load_dataset_builder`` (~3 ms: two thread pools, dill
+    hashing of the config) the same question."""
+    import glob
+
+    from datasets import Features
+
+    found = readme_entries(data_dir, config)
+    if found is None or set(found[0]) - {"config_name", "data_files"}:
+        return None
+    files = found[0].get("data_files")
+    if not isinstance(files, list) or len(files) != 1 or not isinstance(files[0], dict) \
+            or files[0].get("split") != "test" or set(files[0]) != {"split", "path"}:
+        return None
+    pattern = files[0]["path"]
+    if not isinstance(pattern, str) or not pattern.endswith(".parquet") or os.path.isabs(pattern) \
+            or any(c in pattern for c in "[]{}\\") or "**" in pattern or ".." in pattern:
+        return None
+    matched = sorted(glob.glob(os.path.join(glob.escape(os.path.abspath(str(data_dir))), pattern)))
+    matched = [path for path in matched if os.path.isfile(path)]
+    info = found[1]
+    if not matched or (info is not None and "features" not in info):
+        return None
+    return matched, (Features._from_yaml_list(info["features"]) if info is not None else None)
+
+
+def local_files_layout(data_dir, config: str):
+    """``(metadata parquet, features, image columns)`` when ``data_dir`` is a local folder whose
+    README gives ``config`` exactly the files-layout entry ``mmlb build`` writes (its metadata file
+    named in ``metadata_filenames``, image folders as ``<dir>/**``, no other builder option) and
+    whose images are plain ``Image`` values or lists of them; None otherwise (use ``datasets``)."""
+    from datasets import Features
+
+    from mmlbdata.dataset.writer import metadata_filename
+
+    found = readme_entries(data_dir, config)
+    if found is None:
+        return None
+    (entry, info), name = found, metadata_filename(config)
+    if info is None or "features" not in info or not _is_files_entry(entry, name):
         return None
     metadata = os.path.join(os.path.abspath(str(data_dir)), name)
     if not os.path.isfile(metadata):
