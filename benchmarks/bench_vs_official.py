@@ -26,7 +26,12 @@ the median ratio of CPU time (ours / official) over the rounds and its range. Fo
   answers at once: streaming, image bytes read ahead, batching, the pipeline threads, the
   predictions file) vs ``data.py``'s ``load_visual_haystack`` (``load_dataset("json")`` + its
   ``map``) and reading every image file its rows list, on the same Visual Haystack rows of real
-  COCO images (``$MMLB_TEST_DATA/coco_mini``).
+  COCO images (``$MMLB_TEST_DATA/coco_mini``); a second row times ``mmlb run --workers 0`` (no
+  thread reading ahead of generation: what that thread costs, a feature the official side as
+  timed here lacks; eval.py's DataLoader reads ahead in worker processes this does not count);
+  a third row reads the same rows stored as ``mmlb build`` stores them by default (the files
+  layout: a metadata parquet and the images under images/, through datasets' folder-based
+  builder), where the first two read a plain parquet whose rows hold the images' paths.
 
 A ratio above 1.0 means this library needs more CPU than the official code for the same work.
 Timings on a shared machine are noisy: read the medians.
@@ -363,6 +368,29 @@ def write_reader(root: Path, rows: int, images: int) -> tuple[Path, Path, Path]:
     return built, root / "release", coco
 
 
+def write_reader_files_layout(root: Path, built: Path) -> Path:
+    """The same rows as ``mmlb build`` stores them by default (the files layout: a metadata parquet
+    and one copy of each image under images/, read back by datasets' folder-based builder)."""
+    import datasets
+
+    from mmlbdata.core.schema import make_example
+    from mmlbdata.core.store import ImageStore
+    from mmlbdata.dataset.build import store_config
+
+    store, refs = ImageStore(root / "store"), {}
+
+    def rows():
+        for row in datasets.load_dataset(str(built), "vhsingle_8k", split="test", streaming=True).decode(False):
+            for image in row["images"]:
+                if image["path"] not in refs:
+                    refs[image["path"]] = store.put_bytes(Path(image["path"]).read_bytes(), "jpg")
+            yield make_example(**{**row, "images": [refs[image["path"]] for image in row["images"]],
+                                  "meta": json.loads(row["meta"])})
+
+    store_config(root / "built_files", "vhsingle_8k", rows(), manifest={"family": "vh"}, layout="files")
+    return root / "built_files"
+
+
 class _Answering:
     """A backend that answers every request at once (no prepare: nothing to decode for it)."""
 
@@ -372,12 +400,15 @@ class _Answering:
         return [Generation("no", 1, 1) for _ in requests]
 
 
-def our_reader(built: Path, out: Path) -> None:
-    from mmlbdata.runner.core import run
+def our_reader(built: Path, out: Path, workers: int = 2) -> None:
+    """``mmlb run`` (``--workers 2``, its default: a thread reads ahead of generation; 0: the serial
+    path, which the second reader row times to show what that thread costs)."""
+    from mmlbdata.runner.core import PipelineOptions, run
 
     if out.exists():
         out.unlink()
-    run(_Answering(), built, ["vhsingle_8k"], out)  # batch size 1: mmlb run's default, eval.py's DataLoader's
+    # batch size 1: mmlb run's default, eval.py's DataLoader's
+    run(_Answering(), built, ["vhsingle_8k"], out, pipeline=PipelineOptions(workers=workers))
 
 
 def official_reader(release: Path, images: Path) -> None:
@@ -431,12 +462,15 @@ def run_whole(rows: Rows, n: int, rounds: int, work: Path) -> None:
 
 def run_reader(rows: Rows, n_rows: int, images: int, rounds: int, work: Path) -> None:
     built, release, coco = write_reader(work / "reader", n_rows, images)
+    files_layout = write_reader_files_layout(work / "reader", built)
     our_reader(built, work / "warm.jsonl")
+    our_reader(files_layout, work / "warm.jsonl")
     official_reader(release, coco)
     for round_no in range(rounds):
-        rows.measure("reader", f"vh 8k, {n_rows} rows x {images} images",
-                     lambda: cpu(lambda: our_reader(built, work / "reader.jsonl")),
-                     lambda: cpu(lambda: official_reader(release, coco)), round_no)
+        for folder, workers, how in ((built, 2, ""), (built, 0, ", --workers 0"), (files_layout, 2, ", files layout")):
+            rows.measure("reader", f"vh 8k, {n_rows} rows x {images} images{how}",
+                         lambda: cpu(lambda: our_reader(folder, work / "reader.jsonl", workers)),
+                         lambda: cpu(lambda: official_reader(release, coco)), round_no)
         print(f"round {round_no + 1}/{rounds}: reader done", file=sys.stderr)
 
 

@@ -364,6 +364,28 @@ def test_the_summary_gives_the_gpu_peak_the_batches_recorded(built_vh, tmp_path,
         [2**30, 3 * 2**30]
 
 
+def test_without_a_profile_file_the_gpu_peak_is_read_once_per_config(built_vh, tmp_path, monkeypatch, caplog):
+    """No --profile: no per-batch look at CUDA (issue 36: per-row work in the reader); the config's
+    line and the summary still give the peak, read when the config ends."""
+    import logging
+
+    from mmlbdata.runner import core
+    from mmlbdata.runner.core import Generation, PipelineOptions
+
+    class Echo:
+        def generate(self, requests):
+            return [Generation("Answer: yes", 1, 1) for _ in requests]
+
+    calls = []
+    monkeypatch.setattr(core, "gpu_peak_memory", lambda: calls.append(1) or 3 * 2**30)
+    with caplog.at_level(logging.INFO, logger="mmlbdata.runner"):
+        stats = core.run(Echo(), built_vh, ["vh_single_8k"], tmp_path / "p.jsonl",
+                         pipeline=PipelineOptions(workers=0), limit=3)
+    assert stats.examples == 3 and len(calls) == 2  # the config's line, then the summary
+    assert any("GPU peak memory 3.00 GiB" in r.getMessage() for r in caplog.records)
+    assert "GPU peak memory 3.00 GiB" in stats.line()
+
+
 def test_selection_tests_the_names_load_llm_tests_in_its_order():
     """profiles.SELECTION against vlm_model/__init__.py itself: the same substrings, same order."""
     import re

@@ -115,16 +115,38 @@ def done_ids(path: Path, config: str) -> set[str]:
 
 def iter_examples(data_dir: str | Path, config: str) -> Iterator[dict]:
     """Rows of the config's test split with images as undecoded {"bytes", "path"} values,
-    streamed from the parquet files (no Arrow cache copy, which could also be stale)."""
+    streamed from the parquet files (no Arrow cache copy, which could also be stale): a local
+    config (files layout, plain parquet) read by pyarrow a batch at a time (:mod:`.local_rows`),
+    anything else streamed by ``datasets``."""
     import datasets
 
-    ds = datasets.load_dataset(str(data_dir), config, split="test", streaming=True)
+    from mmlbdata.runner.local_rows import (
+        files_layout_rows,
+        local_files_layout,
+        local_parquet_files,
+        parquet_rows,
+        readme_parquet_files,
+    )
+    from mmlbdata.runner.prefetch import with_image_bytes  # files layout: each image a file (a request on the Hub)
+
+    files_layout = local_files_layout(data_dir, config)
+    if files_layout is not None:
+        yield from with_image_bytes(files_layout_rows(*files_layout))
+        return
+    plain = readme_parquet_files(data_dir, config)
+    if plain is not None:
+        yield from with_image_bytes(parquet_rows(*plain))
+        return
+    builder = datasets.load_dataset_builder(str(data_dir), config)  # what load_dataset(streaming=True) does first
+    files = local_parquet_files(builder)
+    if files is not None:
+        yield from with_image_bytes(parquet_rows(files, builder.info.features))
+        return
+    ds = builder.as_streaming_dataset(split="test")
     if "images" in (ds.column_names or list(ds.features or [])):
         # decode(False), not cast_column: streaming from the Hub, load_dataset adds a threaded
         # decoding step that a cast does not undo (the rows would hold PIL images)
         ds = ds.decode(False)
-    from mmlbdata.runner.prefetch import with_image_bytes  # files layout: each image a file (a request on the Hub)
-
     yield from with_image_bytes(ds)
 
 
@@ -236,9 +258,8 @@ def run(backend: Backend, data_dir: str | Path, configs: Sequence[str], out: str
                     _log_config(current, stats, start)
                 current = batch.config
                 _flush(backend, batch, sink, stats)
-                peak = gpu_peak_memory()
-                stats.gpu_peak = peak if peak is not None else stats.gpu_peak
-                if profile is not None:
+                if profile is not None:  # else read once per config (_log_config): the peak only grows
+                    peak = _note_gpu_peak(stats)
                     profile.write(json.dumps({**batch.profile.record(), "gpu_peak_bytes": peak}) + "\n")
                     profile.flush()
     finally:
@@ -249,13 +270,20 @@ def run(backend: Backend, data_dir: str | Path, configs: Sequence[str], out: str
     if current is not None:
         _log_config(current, stats, start)
     stats.seconds = time.perf_counter() - start
+    _note_gpu_peak(stats)
+    return stats
+
+
+def _note_gpu_peak(stats: RunStats) -> Optional[int]:
+    """The GPU peak so far (None: no CUDA), kept in ``stats``."""
     peak = gpu_peak_memory()
     stats.gpu_peak = peak if peak is not None else stats.gpu_peak
-    return stats
+    return peak
 
 
 def _log_config(config: str, stats: RunStats, start: float) -> None:
     stats.seconds = time.perf_counter() - start
+    _note_gpu_peak(stats)
     log.info("%s: %s", config, stats.line())
 
 
