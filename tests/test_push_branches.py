@@ -218,3 +218,20 @@ def test_the_cli_dry_run_says_which_configs_each_branch_holds(built, tmp_path, c
     assert main(["push", str(built), "--repo", REPO, "--branch-per", "family", "--revision", "dev",
                  "--dry-run", str(tmp_path / "hub2")]) == 1
     assert "leave out --revision" in capsys.readouterr().err
+
+
+def test_branch_per_with_the_push_to_hub_method_is_refused_not_ignored(built, tmp_path):
+    """push_to_hub writes every config to one revision: --branch-per would silently push the whole
+    set to main (the tree --branch-per exists to keep within the Hub's file recommendations)."""
+    class PushToHubOnly:
+        def __init__(self):
+            self.pushed = []
+
+        def push_config(self, dataset, repo_id, config_name, **kwargs):
+            self.pushed.append((config_name, kwargs))
+
+    uploader = PushToHubOnly()
+    for method in ("push_to_hub", None):  # named, or the default for an uploader without commit
+        with pytest.raises(ValueError, match="--branch-per"):
+            push_folder(built, REPO, uploader=uploader, method=method, branch_per="family")
+    assert uploader.pushed == []

@@ -258,6 +258,8 @@ def push_folder(folder: os.PathLike, repo_id: str, *, configs: Optional[list[str
                          "benchmark; refusing to publish them (pass --allow-demo to push anyway)")
     uploader = uploader or HubUploader()
     method = method or ("files" if hasattr(uploader, "commit") else "push_to_hub")
+    if branch_per and method != "files":  # push_to_hub writes one revision: the set would all go to main
+        raise ValueError(f"--branch-per needs the files method (--method files), not {method!r}")
     if method == "push_to_hub":
         return _push_with_datasets(folder, repo_id, names, uploader, private=private, revision=revision,
                                    max_shard_size=max_shard_size, num_proc=num_proc)
