@@ -235,3 +235,36 @@ def test_branch_per_with_the_push_to_hub_method_is_refused_not_ignored(built, tm
         with pytest.raises(ValueError, match="--branch-per"):
             push_folder(built, REPO, uploader=uploader, method=method, branch_per="family")
     assert uploader.pushed == []
+
+
+def test_a_new_branch_starts_from_the_first_commit_not_a_flat_push_on_main():
+    """HubUploader: a --branch-per branch that does not exist yet is created from main's first
+    commit (the Hub would otherwise start it at main's head, copying a former flat push of ~10^5
+    files onto every branch); an existing branch is left as it is; plain --revision still starts
+    from main."""
+    from types import SimpleNamespace
+
+    from mmlbdata.dataset.hub import HubUploader
+
+    class FakeApi:
+        def __init__(self):
+            self.created, self.branches = [], ["main", "family-old"]
+
+        def create_repo(self, *args, **kwargs):
+            pass
+
+        def list_repo_refs(self, repo_id, repo_type):
+            return SimpleNamespace(branches=[SimpleNamespace(name=b) for b in self.branches])
+
+        def list_repo_commits(self, repo_id, repo_type):
+            return [SimpleNamespace(commit_id=c) for c in ("head-flat-push", "card", "first-gitattributes")]
+
+        def create_branch(self, repo_id, repo_type, branch, revision, exist_ok):
+            self.created.append((branch, revision))
+
+    uploader = HubUploader.__new__(HubUploader)
+    uploader.api = FakeApi()
+    uploader.prepare("org/mmlb", private=False, revision="family-new", fresh_branch=True)
+    uploader.prepare("org/mmlb", private=False, revision="family-old", fresh_branch=True)
+    uploader.prepare("org/mmlb", private=False, revision="v2")
+    assert uploader.api.created == [("family-new", "first-gitattributes"), ("family-old", None), ("v2", None)]

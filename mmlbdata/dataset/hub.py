@@ -72,7 +72,10 @@ class Uploader(Protocol):
 class RepoUploader(Protocol):
     """The file route: read what the repo holds, then commit files atomically."""
 
-    def prepare(self, repo_id: str, *, private: bool, revision: Optional[str]) -> None: ...
+    def prepare(self, repo_id: str, *, private: bool, revision: Optional[str], fresh_branch: bool = False) -> None:
+        """Create the repo (and branch ``revision``) if missing; ``fresh_branch``: a new branch starts
+        from the repository's first commit, not main's head (a --branch-per branch must not
+        inherit a flat push on main)."""
 
     def list_files(self, repo_id: str, *, revision: Optional[str]) -> list[str]: ...
 
@@ -93,10 +96,19 @@ class HubUploader:
     def push_config(self, dataset: Any, repo_id: str, config: str, **kwargs: Any) -> None:
         dataset.push_to_hub(repo_id, config_name=config, split=SPLIT, embed_external_files=True, **kwargs)
 
-    def prepare(self, repo_id: str, *, private: bool, revision: Optional[str]) -> None:
+    def prepare(self, repo_id: str, *, private: bool, revision: Optional[str], fresh_branch: bool = False) -> None:
         self.api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
         if revision:
-            self.api.create_branch(repo_id, repo_type="dataset", branch=revision, exist_ok=True)
+            start = self._first_commit(repo_id) if fresh_branch and not self._has_branch(repo_id, revision) else None
+            self.api.create_branch(repo_id, repo_type="dataset", branch=revision, revision=start, exist_ok=True)
+
+    def _has_branch(self, repo_id: str, branch: str) -> bool:
+        refs = self.api.list_repo_refs(repo_id, repo_type="dataset")
+        return any(ref.name == branch for ref in refs.branches)
+
+    def _first_commit(self, repo_id: str) -> str:
+        """main's first commit (the repository's creation: its .gitattributes only)."""
+        return self.api.list_repo_commits(repo_id, repo_type="dataset")[-1].commit_id
 
     def list_files(self, repo_id: str, *, revision: Optional[str]) -> list[str]:
         return sorted(self.api.list_repo_files(repo_id, repo_type="dataset", revision=revision))
@@ -136,8 +148,8 @@ class FolderUploader:
         """``root/<repo_id>/<revision>``, refused (UnsafePathError) if that would leave ``root``."""
         return resolve_inside(self.root, f"{repo_id}/{revision or 'main'}", what="repo id / revision")
 
-    def prepare(self, repo_id: str, *, private: bool, revision: Optional[str]) -> None:
-        self.repo_dir(repo_id, revision).mkdir(parents=True, exist_ok=True)
+    def prepare(self, repo_id: str, *, private: bool, revision: Optional[str], fresh_branch: bool = False) -> None:
+        self.repo_dir(repo_id, revision).mkdir(parents=True, exist_ok=True)  # a new branch folder starts empty
 
     def list_files(self, repo_id: str, *, revision: Optional[str]) -> list[str]:
         base = self.repo_dir(repo_id, revision)
@@ -298,9 +310,10 @@ def _push_with_datasets(folder: Path, repo_id: str, names: list[str], uploader: 
 
 
 def _push_files(folder: Path, repo_id: str, names: list[str], uploader: RepoUploader, *, private: bool,
-                revision: Optional[str], num_threads: int, force: bool, card: bool) -> PushPlan:
+                revision: Optional[str], num_threads: int, force: bool, card: bool,
+                fresh_branch: bool = False) -> PushPlan:
     plan = PushPlan(repo_id)
-    uploader.prepare(repo_id, private=private, revision=revision)
+    uploader.prepare(repo_id, private=private, revision=revision, fresh_branch=fresh_branch)
     remote_files = set(uploader.list_files(repo_id, revision=revision))
     check_one_layout_on_hub(folder, names, remote_files, repo_id)
     # each config's own files on the Hub, indexed once: the repo may hold ~10^5 images besides them
@@ -381,8 +394,8 @@ def _push_branches(folder: Path, repo_id: str, names: list[str], uploader: RepoU
     (resumable, unused images removed per branch), then the card on main naming every config's
     files on its branch. Configs of the folder already on their branch stay listed. An image two
     datasets use is on both their branches (one stored object: the Hub stores files by content).
-    The Hub creates a branch from main's head: one created after the card carries a copy of
-    README.md and stats.png that nothing reads (every config loads through main's card)."""
+    A new branch starts from the repository's first commit, not main's head (which may hold a
+    flat push, or the card)."""
     plan = PushPlan(repo_id)
     uploader.prepare(repo_id, private=private, revision=None)
     by_branch: dict[str, list[str]] = {}
@@ -394,7 +407,7 @@ def _push_branches(folder: Path, repo_id: str, names: list[str], uploader: RepoU
         mine = [n for n in configs if n in names]
         if mine:
             part = _push_files(folder, repo_id, mine, uploader, private=private, revision=branch,
-                               num_threads=num_threads, force=force, card=False)
+                               num_threads=num_threads, force=force, card=False, fresh_branch=True)
             plan.configs += part.configs
             plan.skipped += part.skipped
             plan.files += part.files
