@@ -135,3 +135,20 @@ def test_a_readme_entry_with_other_options_goes_through_datasets(tmp_path):
     meta["configs"][0]["filters"] = [["num_tokens", ">", 100]]
     readme.write_text(join_front_matter(meta, body))
     assert local_rows.local_files_layout(out, "toy_8k") is None
+
+
+def test_a_dataset_info_written_as_one_mapping_still_gives_the_features(tmp_path):
+    """A card with one config may carry ``dataset_info`` as a mapping rather than a list (as the
+    Hub's card tools write it); the reader takes the features from it as from the list form."""
+    from mmlbdata.dataset.card import join_front_matter, split_front_matter
+
+    store = ImageStore(tmp_path / "store")
+    out = tmp_path / "out"
+    store_config(out, "toy_8k", _rows([store.put_bytes(_jpeg(0), "jpg")], 2), manifest={"family": "toy"},
+                 layout="embedded")
+    listed = local_rows.readme_entries(out, "toy_8k")
+    readme = out / "README.md"
+    meta, body = split_front_matter(readme.read_text())
+    [meta["dataset_info"]] = meta["dataset_info"]
+    readme.write_text(join_front_matter(meta, body))
+    assert listed[1] is not None and local_rows.readme_entries(out, "toy_8k") == listed

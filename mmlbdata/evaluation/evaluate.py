@@ -393,7 +393,7 @@ def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
         listed.extend(zip(scored_ids, results))
         groups_out.update(_meta_groups(metric, exs, results))
     count_missing = counts_missing(metric_options)
-    if not missing and not any(r.extra and ("left_out" in r.extra or "unscorable" in r.extra) for r in result_at):
+    if not missing and not any(r.extra and (r.extra.get("left_out") or r.extra.get("unscorable")) for r in result_at):
         headline_examples, values, answered = rows, list(map(_SCORE, result_at)), None  # every row, as scored
         kept = [r for _, r in listed]
     else:
@@ -442,12 +442,12 @@ def _meta_groups(metric, examples: list[dict], results: list[ScoreResult]) -> di
     Meta is read once per distinct meta text (a config's rows share a few), not per row and key."""
     if not metric.group_by:
         return {}
-    kept = [(e.get("meta"), r.score) for e, r in zip(examples, results) if not (r.extra and "left_out" in r.extra)]
+    kept = [(e.get("meta"), r.score) for e, r in zip(examples, results) if not (r.extra and r.extra.get("left_out"))]
     try:
         metas = {text: meta_of({"meta": text}) for text in {text for text, _ in kept}}
     except TypeError:  # meta mappings (rows not read from a built dataset): each row's own
         metas, kept = None, [(meta_of(e), r.score) for e, r in zip(examples, results)
-                             if not (r.extra and "left_out" in r.extra)]
+                             if not (r.extra and r.extra.get("left_out"))]
     tables = {}
     for key in metric.group_by:
         if metas is not None:

@@ -144,6 +144,8 @@ def local_files_layout(data_dir, config: str):
 
 
 def _entry(entries, config: str):
+    if isinstance(entries, dict):  # a card with one config may write its dataset_info as a mapping
+        entries = [entries]
     matches = [e for e in entries or [] if isinstance(e, dict) and e.get("config_name") == config]
     return matches[0] if len(matches) == 1 else None
 
