@@ -272,15 +272,23 @@ def _group_positions(labels: list) -> dict:
     return groups
 
 
-def _table(values: Iterable[tuple]) -> dict:
-    """{key: {"score": mean, "n": count, "answered", "stderr", "ci95"}}, keys in length order then
-    alphabetical. ``values``: (key, score) pairs, or (key, score, answered) where unanswered
-    examples are in the mean with score 0."""
-    groups, answered = defaultdict(list), defaultdict(int)
-    for key, score, *was_answered in values:
-        groups[key].append(score)
-        answered[key] += bool(was_answered[0]) if was_answered else 1
-    return {k: _cell(groups[k], answered[k]) for k in sorted(groups, key=_length_key)}
+def _table(keys: Iterable, scores: Iterable[float], answered: Iterable[bool] | None = None) -> dict:
+    """{key: {"score": mean, "n": count, "answered", "stderr", "ci95"}} of the scores grouped by
+    their keys, keys in length order then alphabetical (``answered``: a flag per score, unanswered
+    examples being in the mean with score 0; None: all answered)."""
+    groups: dict = {}
+    for key, score in zip(keys, scores):
+        try:
+            groups[key].append(score)
+        except KeyError:
+            groups[key] = [score]
+    counts = dict.fromkeys(groups, 0)
+    if answered is None:
+        counts = {k: len(v) for k, v in groups.items()}
+    else:
+        for key, was_answered in zip(keys, answered):
+            counts[key] += bool(was_answered)
+    return {k: _cell(groups[k], counts[k]) for k in sorted(groups, key=_length_key)}
 
 
 def _cell(scores: list[float], answered: int, summary: dict | None = None) -> dict:
@@ -304,9 +312,8 @@ def _label_tables(groups: dict, scores: list[float], answered: list[bool] | None
     for label, positions in groups.items():
         for i in positions:
             label_at[i] = label
-    labelled = list(zip(label_at, scores, answered if answered is not None else repeat(True)))  # headline order
-    by_category = _table((category, s, a) for (category, _), s, a in labelled)
-    by_length = _table((length, s, a) for (_, length), s, a in labelled)
+    by_category = _table([category for category, _ in label_at], scores, answered)  # headline order
+    by_length = _table([length for _, length in label_at], scores, answered)
     cells = {f"{c}|{l}": {"score": mean([scores[i] for i in positions]), "n": len(positions)}
              for (c, l), positions in sorted(groups.items())}
     return by_category, by_length, cells
@@ -442,21 +449,30 @@ def _meta_groups(metric, examples: list[dict], results: list[ScoreResult]) -> di
     Meta is read once per distinct meta text (a config's rows share a few), not per row and key."""
     if not metric.group_by:
         return {}
-    kept = [(e.get("meta"), r.score) for e, r in zip(examples, results) if not (r.extra and r.extra.get("left_out"))]
+    if any(r.extra and r.extra.get("left_out") for r in results):
+        examples, results = zip(*[(e, r) for e, r in zip(examples, results) if not (r.extra and r.extra.get("left_out"))])
+    texts = [e.get("meta") for e in examples]
     try:
-        metas = {text: meta_of({"meta": text}) for text in {text for text, _ in kept}}
+        metas = {text: meta_of({"meta": text}) for text in set(texts)}
     except TypeError:  # meta mappings (rows not read from a built dataset): each row's own
-        metas, kept = None, [(meta_of(e), r.score) for e, r in zip(examples, results)
-                             if not (r.extra and r.extra.get("left_out"))]
+        metas, texts = None, [meta_of(e) for e in examples]
+    scores = [r.score for r in results]
     tables = {}
     for key in metric.group_by:
-        if metas is not None:
-            value_of = {text: str(m[key]) for text, m in metas.items() if key in m}
-            pairs = [(value_of[text], score) for text, score in kept if text in value_of] if value_of else []
+        if metas is None:
+            keys = [str(m[key]) if key in m else None for m in texts]
         else:
-            pairs = [(str(m[key]), score) for m, score in kept if key in m]
-        if pairs:
-            tables[key] = _table(pairs)
+            value_of = {text: str(m[key]) for text, m in metas.items() if key in m}
+            if not value_of:
+                continue
+            keys = [value_of.get(text) for text in texts]
+        if None in keys:  # rows whose meta lacks the key are not in its table
+            kept = [(k, score) for k, score in zip(keys, scores) if k is not None]
+            if not kept:
+                continue
+            tables[key] = _table([k for k, _ in kept], [score for _, score in kept])
+        else:
+            tables[key] = _table(keys, scores)
     return tables
 
 
