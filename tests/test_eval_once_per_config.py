@@ -141,3 +141,13 @@ def test_only_metrics_that_read_the_row_get_it():
     assert "_row" not in cls_only[0]
     evaluate_config(rows, {r["id"]: {"prediction": "maybe"} for r in rows[1:]}, {"*": {"parity": "official"}})
     assert [r.get("_row") for r in rows] == [0, 1, 2, 3, 4]  # the unanswered first row keeps the cycle's place
+
+
+def test_a_config_whose_answers_are_all_left_out_has_no_group_tables():
+    """Official parity leaves out an answer that parses to nothing; when that is every answer of a
+    metric with group_by keys, the config still scores (n 0) and its group tables are empty."""
+    rows = [{"id": f"d{i}", "dataset": "mmlongdoc", "length": 8192, "metric": "docqa", "answers": ["2019"],
+             "meta": json.dumps({"answer_format": "Integer"})} for i in range(3)]
+    report = evaluate_config(rows, {r["id"]: {"prediction": "Answer:\n2019"} for r in rows},
+                             {"*": {"parity": "official"}}, protocol="v1.0")
+    assert (report["n"], report["left_out"], report["groups"]) == (0, 3, {})

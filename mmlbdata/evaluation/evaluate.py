@@ -450,7 +450,10 @@ def _meta_groups(metric, examples: list[dict], results: list[ScoreResult]) -> di
     if not metric.group_by:
         return {}
     if any(r.extra and r.extra.get("left_out") for r in results):
-        examples, results = zip(*[(e, r) for e, r in zip(examples, results) if not (r.extra and r.extra.get("left_out"))])
+        kept = [(e, r) for e, r in zip(examples, results) if not (r.extra and r.extra.get("left_out"))]
+        if not kept:  # every answer left out (official skips): no table
+            return {}
+        examples, results = zip(*kept)
     texts = [e.get("meta") for e in examples]
     try:
         metas = {text: meta_of({"meta": text}) for text in set(texts)}
