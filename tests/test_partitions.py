@@ -213,3 +213,26 @@ def test_a_build_checks_only_the_manifests_its_repartitioning_touched_unless_one
     assert set(hashed) == {"toy_8k.metadata.parquet", "toy_32k.metadata.parquet", "other_8k.metadata.parquet"}
     assert completed_stats(out, "toy_8k", {**REQUESTED, "length": 8192}) is not None  # repaired
     assert not relayout_pending_path(out, "toy").exists()
+
+
+def test_a_build_that_repartitions_a_config_mid_way_through_its_build_leaves_its_entry_right(tmp_path, monkeypatch):
+    """toy_32k is written; before its README entry, a parallel build of toy_8k moves toy_32k's
+    shared images to the 8K partition and writes toy_32k's entry. toy_32k's own entry, written
+    last, must name the partitions its metadata has now, not the ones its writer saw (a race seen
+    in CI with three parallel builds: the README differed from the sequential build's)."""
+    from mmlbdata.dataset import build
+
+    refs = _images(ImageStore(tmp_path / "store"), 7)
+    _build(tmp_path / "sequential", refs, ["toy_32k", "toy_8k"])
+    out = tmp_path / "interleaved"
+    real_write_manifest = build.write_manifest
+
+    def write_then_let_the_other_build_run(folder, config, content):
+        real_write_manifest(folder, config, content)
+        if config == "toy_32k":
+            monkeypatch.setattr(build, "write_manifest", real_write_manifest)
+            _build(out, refs, ["toy_8k"])
+
+    monkeypatch.setattr(build, "write_manifest", write_then_let_the_other_build_run)
+    _build(out, refs, ["toy_32k"])
+    assert _files(out)["README.md"] == _files(tmp_path / "sequential")["README.md"]

@@ -206,11 +206,21 @@ def store_config(out_dir: os.PathLike, config: str, rows: Iterable[dict], featur
             write_manifest(out_dir, config, content)
             from mmlbdata.dataset.card import sync_readme, update_readme
 
-            update_readme(out_dir, config, features, stats, written=True)
-            relaid = refresh_relaid_manifests(out_dir, writer_options["image_group"], stats.relayout) \
-                if (writer_options.get("layout") or DEFAULT_LAYOUT) == "files" else []
-            if relaid:
-                sync_readme(out_dir, relaid)
+            if (writer_options.get("layout") or DEFAULT_LAYOUT) == "files":
+                def entries(relaid: list[str]) -> None:
+                    # under the family's lock. A parallel build that re-partitioned this config after
+                    # it was written has refreshed its manifest: the writer's partitions and sizes
+                    # are then stale, and the entry is read from the folder as it is now
+                    now = ((read_manifest(out_dir, config) or {}).get("stats") or {}).get("fingerprint")
+                    moved = config in relaid or now != stats.fingerprint
+                    if not moved:
+                        update_readme(out_dir, config, features, stats, written=True)
+                    if relaid or moved:  # entries as the folder has them now
+                        sync_readme(out_dir, sorted(set(relaid) | ({config} if moved else set())))
+
+                refresh_relaid_manifests(out_dir, writer_options["image_group"], stats.relayout, entries)
+            else:
+                update_readme(out_dir, config, features, stats, written=True)
         return stats
     except BaseException:
         if created:
@@ -221,14 +231,17 @@ def store_config(out_dir: os.PathLike, config: str, rows: Iterable[dict], featur
 RUN_ONLY_STATS = ("seconds", "images_written", "image_dirs", "relayout")
 
 
-def refresh_relaid_manifests(out_dir: Path, group: str, relayout: Optional[dict]) -> list[str]:
+def refresh_relaid_manifests(out_dir: Path, group: str, relayout: Optional[dict],
+                             readme: Optional[Callable[[list[str]], None]] = None) -> list[str]:
     """Configs whose metadata a build's re-partitioning rewrote (their images moved to an earlier
     config's partition) after their manifest was written: their manifests get the new metadata's
     fingerprint and size, so push uploads them and resume keeps them; returned for their README
     entries. ``relayout`` (the writer's ``stats.relayout``): the configs it rewrote are checked;
     every built config is when another build's mark was found (one killed before this refresh, or
     running beside this one), so the next build repairs a folder. The mark goes once the build that
-    wrote it last has refreshed."""
+    wrote it last has refreshed. ``readme(refreshed)``: the README entries, written before the
+    family's lock is released (a parallel build's re-partitioning would otherwise move images
+    between an entry's partitions being read and the entry being written)."""
     refreshed = []
     with locks.hold(family_lock_path(out_dir, group)):
         relayout = relayout or {"relaid": [], "token": None, "check_all": True}
@@ -248,6 +261,8 @@ def refresh_relaid_manifests(out_dir: Path, group: str, relayout: Optional[dict]
         mark = relayout_pending_path(out_dir, group)
         if mark.exists() and mark.read_text() in (relayout["token"], ""):  # a later build's mark stays
             mark.unlink()
+        if readme is not None:
+            readme(refreshed)
     return refreshed
 
 
