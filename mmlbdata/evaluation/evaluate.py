@@ -20,7 +20,7 @@ from typing import Iterable
 from mmlbdata.core.suggest import did_you_mean
 from mmlbdata.evaluation import uncertainty
 from mmlbdata.evaluation.metrics import get_metric
-from mmlbdata.evaluation.metrics.common import meta_of
+from mmlbdata.evaluation.metrics.common import meta_may_hold, meta_of
 from mmlbdata.evaluation.metrics.registry import ScoreResult, mean, parity_of
 
 log = logging.getLogger(__name__)
@@ -252,7 +252,7 @@ def _label_groups(rows: list[dict]) -> dict[tuple[str, str], list[int]]:
         datasets, lengths, metas = (set(map(itemgetter(key), rows)) for key in ("dataset", "length", "meta"))
     except (KeyError, TypeError):  # rows without a column, or meta mappings (not read from a built dataset)
         return _group_positions([(category_of(r), length_label(r.get("length"))) for r in rows])
-    if any(not isinstance(m, str) or "category" in m or "\\u" in m for m in metas if m):
+    if any(meta_may_hold(m, "category") for m in metas if m):
         keys = list(zip(*(map(itemgetter(key), rows) for key in ("dataset", "length", "meta"))))
     elif len(datasets) == 1 and len(lengths) == 1:  # one label: the common case, no per-row work
         return {(category_of(rows[0]), length_label(rows[0]["length"])): list(range(len(rows)))}
@@ -282,10 +282,10 @@ def _table(keys: Iterable, scores: Iterable[float], answered: Iterable[bool] | N
             groups[key].append(score)
         except KeyError:
             groups[key] = [score]
-    counts = dict.fromkeys(groups, 0)
     if answered is None:
         counts = {k: len(v) for k, v in groups.items()}
     else:
+        counts = dict.fromkeys(groups, 0)
         for key, was_answered in zip(keys, answered):
             counts[key] += bool(was_answered)
     return {k: _cell(groups[k], counts[k]) for k in sorted(groups, key=_length_key)}

@@ -31,6 +31,13 @@ def meta_of(example: dict) -> dict:
     return dict(meta)
 
 
+def meta_may_hold(meta, key: str) -> bool:
+    """Whether ``meta`` (JSON text or a mapping) may have ``key``: a JSON text in which neither
+    ``"key"`` nor a ``\\u`` escape appears cannot, so per-example metas need not be parsed to
+    learn that they lack it."""
+    return not isinstance(meta, str) or f'"{key}"' in meta or "\\u" in meta
+
+
 @lru_cache(maxsize=4096)
 def _meta_json(text: str) -> dict:
     try:

@@ -13,7 +13,7 @@ from collections import defaultdict
 
 from mmlbdata.evaluation import parse
 from mmlbdata.evaluation.metrics import official as off
-from mmlbdata.evaluation.metrics.common import meta_of
+from mmlbdata.evaluation.metrics.common import meta_may_hold, meta_of
 from mmlbdata.evaluation.metrics.registry import Metric, ScoreResult, mean, register
 
 Needles = list[tuple[int, ...]]
@@ -40,9 +40,7 @@ def _gold_text(answers) -> str:
 def _k(meta):
     """meta's ``k`` (None without one). A meta text that cannot hold a ``"k"`` key is not parsed:
     MMNeedle's metas differ per example, and a parse per example would cost more than scoring."""
-    if isinstance(meta, str) and '"k"' not in meta and "\\u" not in meta:
-        return None
-    return meta_of({"meta": meta}).get("k")
+    return meta_of({"meta": meta}).get("k") if meta_may_hold(meta, "k") else None
 
 
 def _no_needle(needle: tuple[int, ...]) -> bool:
