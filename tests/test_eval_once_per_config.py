@@ -151,3 +151,186 @@ def test_a_config_whose_answers_are_all_left_out_has_no_group_tables():
     report = evaluate_config(rows, {r["id"]: {"prediction": "Answer:\n2019"} for r in rows},
                              {"*": {"parity": "official"}}, protocol="v1.0")
     assert (report["n"], report["left_out"], report["groups"]) == (0, 3, {})
+
+
+# --- MMNeedle's batch path: facts per gold, shared breakdowns (issue 36) ------------------------
+
+_NEEDLE_GOLDS = ["2, 1, 3", "0, 1, 1", "-1", "10, 4, 4", "0, 1, 1; 0, 2, 2", "-1; -1", "1, 1, 1; 2, 2, 2",
+                 "3, 2, 2; 5, 1, 1; 7, 3, 3"]
+#: k as meta spells it: ints, and the JSON values the official expressions treat differently
+#: (2.0 == 2 but "-1" * 2.0 raises; true is 1; "2" raises; a list raises), escaped, absent, mappings
+_NEEDLE_METAS = ["{}", '{"k": 1}', '{"k": 2}', '{"k": 2.0}', '{"k": true}', '{"k": "2"}', '{"k": [2]}',
+                 '{"\\u006b": 3}', '{"k": 100}', None, {"k": 2}, {"k": 2.0}, '{"depth": 3}']
+_NEEDLE_PREDICTIONS = ["2, 1, 3.\n", "-1", " -1 .", "-1; -1", "-1, -1", "-1-1", "-1, -1, -1; -1, -1, -1",
+                       "1, 1, 1;2, 2, 2", "1, 1, 1; 2, 2, 2", "3, 2, 2; 5, 1, 1; 7, 3, 3", "10, 4, 4",
+                       "2, 1", "0", "", None, "Answer: 2, 1, 3", "\n-1\n."]
+
+
+def _needle_cases():
+    """Every gold x meta x prediction, the gold spelled as a list, a bare string or a longer list."""
+    examples, predictions = [], []
+    for g, gold in enumerate(_NEEDLE_GOLDS):
+        for m, meta in enumerate(_NEEDLE_METAS):
+            for p, prediction in enumerate(_NEEDLE_PREDICTIONS):
+                answers = [gold] if (g + m + p) % 3 else (gold if p % 2 else [gold, "other"])
+                examples.append({"id": f"{g}-{m}-{p}", "answers": answers, "meta": meta})
+                predictions.append(prediction)
+    return examples, predictions
+
+
+def _needle_by_the_lines(gold: str, prediction, k, several: bool) -> dict:
+    """MMNeedle's official rules read line by line, one example at a time (evaluate.py @2e558415,
+    evaluate_multi.py @53fe0c64), with this project's two readings of a gold: ``-1`` is negative as
+    the index 0 is, and meta's ``k`` is the count of a negative gold written as the bare ``-1``."""
+    pred = (prediction or "").replace("\n", "").strip()  # both files L44-46 / L34-36
+    pred = pred.strip(".").strip()
+    if not several:  # evaluate.py
+        gt_index = gold.split(", ")[0]  # L47 (one needle: "i, r, c")
+        negative = gt_index in ("0", "-1")  # L49
+        gt = "-1" if negative else gold
+        return {"positive": not negative, "exist": float((gt == "-1") == (pred == "-1")),  # L73-80
+                "index": float(gt_index == pred.split(", ")[0]),  # L51-53
+                "exact": float(gt == pred), "multi": False}  # L62
+    gt_index = [g.split(", ")[0] for g in gold.split("; ")]  # evaluate_multi.py L37-38
+    negative = gt_index[0] in ("0", "-1")  # L40
+    gt = "-1" if negative else gold
+    n = k if (negative and k) else len(gt_index)
+    pred_split = [p.strip() for p in pred.split("; ")]  # L43-44
+    pred = "; ".join(pred_split)  # L45
+    no_needle = ["-1", "-1" + "; -1" * (n - 1), "-1" + ", -1" * (n - 1),  # L82-85: may raise for a k
+                 "-1, -1, -1" + "; -1, -1, -1" * (n - 1), "-1" * n]
+    return {"positive": not negative, "exist": float((gt == "-1") == (pred in no_needle)),  # L86-93
+            "index": float(gt_index == [p.split(", ")[0] for p in pred_split]),  # L46, L49
+            "exact": float(gt == pred), "multi": True}  # L67
+
+
+def test_mmneedle_official_results_follow_the_official_lines_for_every_gold_meta_and_prediction():
+    """The batch path (what a one-needle gold decides kept per gold, k read per meta text, shared
+    breakdowns) gives what the official lines give, example by example: a gold is multi by its own
+    "; " or by k over 1; k 2.0, "2" or [2] make the official expressions raise (0.0, the exception
+    kept); k true is 1. ``score`` gives the same as ``score_many``."""
+    examples, predictions = _needle_cases()
+    for options in ({"parity": "official"}, {"strict": True}):
+        metric = get_metric("mmneedle", **options)
+        batch = metric.score_many(predictions, examples)
+        crashed = 0
+        for example, prediction, result in zip(examples, predictions, batch):
+            answers = example["answers"]
+            gold = answers if isinstance(answers, str) else answers[0]
+            k = meta_of(example).get("k")
+            several = ";" in gold or (isinstance(k, int) and k > 1)
+            try:
+                want = _needle_by_the_lines(gold, prediction, k, several)
+            except TypeError as exc:
+                crashed += 1
+                assert result.extra["official_crash"] == f"TypeError: {exc}" and result.score == 0.0
+                continue
+            assert (result.score, result.parsed, result.extra) == (want["exact"], prediction or "", want)
+            assert list(result.extra) == list(want)
+        assert crashed == 4 * 2 * len(_NEEDLE_PREDICTIONS)  # metas with k 2.0 (text, mapping), "2", [2] x 2 negative multi golds
+        one_by_one = [metric.score(p, e) for p, e in zip(predictions, examples)]
+        assert [(r.score, r.parsed, r.extra) for r in one_by_one] == [(r.score, r.parsed, r.extra) for r in batch]
+
+
+def test_mmneedle_results_share_read_only_breakdowns():
+    """Results with the same outcome share one breakdown, which refuses changes (a change through one
+    result would reach every other); copies, JSON and pickles of it are plain dicts."""
+    import copy
+    import pickle
+
+    import pytest
+
+    from mmlbdata.evaluation.metrics.registry import ReadOnlyDict
+
+    results = get_metric("mmneedle", parity="official").score_many(["2, 1, 3", "2, 1, 3."], [{"answers": ["2, 1, 3"]}] * 2)
+    first, second = (r.extra for r in results)
+    assert first is second and isinstance(first, ReadOnlyDict)
+    assert first == {"positive": True, "exist": 1.0, "index": 1.0, "exact": 1.0, "multi": False}
+    for change in (lambda d: d.__setitem__("exact", 0.0), lambda d: d.update(exact=0.0), lambda d: d.pop("exact"),
+                   lambda d: d.setdefault("x", 1), lambda d: d.popitem(), lambda d: d.clear(),
+                   lambda d: d.__delitem__("exact")):
+        with pytest.raises(TypeError, match="read-only"):
+            change(first)
+    with pytest.raises(TypeError, match="read-only"):
+        first |= {"exact": 0.0}
+    assert first["exact"] == 1.0 and second["exact"] == 1.0
+    for plain in (dict(first), copy.copy(first), copy.deepcopy(first), pickle.loads(pickle.dumps(first))):
+        assert type(plain) is dict and plain == first
+        plain["exact"] = 0.0
+    assert json.dumps(first) == json.dumps(dict(first))
+
+
+def _aggregate_by_hand(results) -> dict:
+    """MMNeedle's aggregate as its docstring states it, adding the parts one by one."""
+    out = {"score": sum(r.score for r in results) / len(results), "n": len(results)}
+    groups = {}
+    for r in results:
+        groups.setdefault(("multi" if r.extra["multi"] else "single", r.extra["positive"]), []).append(r.extra)
+    for (kind, positive), rows in sorted(groups.items()):
+        tag = f"{kind}.{'pos' if positive else 'neg'}"
+        out[f"{tag}.n"] = len(rows)
+        out[f"{tag}.exist"] = sum(x["exist"] for x in rows) / len(rows)
+        if positive:
+            out[f"{tag}.index"] = sum(x["index"] for x in rows) / len(rows)
+            out[f"{tag}.exact"] = sum(x["exact"] for x in rows) / len(rows)
+    return out
+
+
+def test_mmneedle_aggregate_counts_outcomes_as_adding_them_one_by_one_would():
+    """Shared breakdowns are counted by identity; results with breakdowns of their own (crashes, the
+    tolerant default parser) by their parts: both give the one-by-one sums, key for key."""
+    examples, predictions = _needle_cases()
+    for options in ({"parity": "official"}, {}):
+        metric = get_metric("mmneedle", **options)
+        results = metric.score_many(predictions, examples)
+        got, want = metric.aggregate(results, examples), _aggregate_by_hand(results)
+        assert got == want and list(got) == list(want)
+    official = get_metric("mmneedle", parity="official").score_many(predictions[:40], examples[:40])
+    assert metric.aggregate(official, examples[:40]) == _aggregate_by_hand(official)
+
+
+def test_mmneedle_never_leaves_an_example_out():
+    """MMNeedle says ``may_leave_out = False``, so the engine does not look for left-out marks in its
+    results: none of its parsers makes one."""
+    examples, predictions = _needle_cases()
+    assert get_metric("mmneedle").may_leave_out is False
+    for options in ({"parity": "official"}, {"strict": True}, {}):
+        for r in get_metric("mmneedle", **options).score_many(predictions, examples):
+            assert not {"left_out", "unscorable"} & set(r.extra)
+
+
+def test_the_cycle_collector_is_paused_while_a_config_is_scored_and_restored_after(monkeypatch):
+    """Scoring builds acyclic records, so the engine pauses the cycle collector for the config, and
+    puts it back as it found it: on, off, or on after a metric failed; left on for a judged metric."""
+    import gc
+
+    import pytest
+
+    from mmlbdata.evaluation.metrics.mmneedle import MMNeedle
+
+    seen = []
+    original = MMNeedle.score_many
+
+    def watching(self, predictions, examples):
+        seen.append(gc.isenabled())
+        if examples and examples[0].get("fail"):
+            raise RuntimeError("metric failed")
+        return original(self, predictions, examples)
+
+    monkeypatch.setattr(MMNeedle, "score_many", watching)
+    rows = [{"id": "a", "dataset": "mmneedle_single", "length": 8192, "answers": ["1, 1, 1"], "metric": "mmneedle"}]
+    predictions = {"a": {"prediction": "1, 1, 1"}}
+    assert gc.isenabled()
+    evaluate_config(rows, predictions, {"*": {"parity": "official"}})
+    assert seen == [False] and gc.isenabled()
+    evaluate_config(rows, predictions, {"*": {"parity": "official"}, "mmneedle": {"judge": object()}})
+    assert seen == [False, True] and gc.isenabled()
+    with pytest.raises(RuntimeError, match="metric failed"):
+        evaluate_config([{**rows[0], "fail": True}], predictions)
+    assert seen[-1] is False and gc.isenabled()
+    gc.disable()
+    try:
+        evaluate_config(rows, predictions)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

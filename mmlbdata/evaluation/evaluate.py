@@ -6,16 +6,18 @@ never fatal. Examples are read without their images (nothing is decoded).
 """
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import re
 from collections import defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import repeat
 from operator import attrgetter, itemgetter
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from mmlbdata.core.suggest import did_you_mean
 from mmlbdata.evaluation import uncertainty
@@ -243,19 +245,22 @@ def category_of(example: dict) -> str:
     return dataset
 
 
-def _label_groups(rows: list[dict]) -> dict[tuple[str, str], list[int]]:
+_LABEL_COLUMNS = itemgetter("dataset", "length", "meta")
+
+
+def _label_groups(rows: list[dict]) -> dict[tuple[str, str], Sequence[int]]:
     """{(category, length label): positions in ``rows``}, in first-seen order. The labels are
     worked out once per distinct (dataset, length, meta that names a category): a config has one
     or a few of them, and a meta text without the word "category" cannot name one, so the
     per-example metas (MMNeedle's, MM-NIAH's) are never parsed here."""
-    try:
-        datasets, lengths, metas = (set(map(itemgetter(key), rows)) for key in ("dataset", "length", "meta"))
+    try:  # one pass over the rows (each pass over a config's row dicts costs cache misses)
+        distinct = set(map(_LABEL_COLUMNS, rows))
     except (KeyError, TypeError):  # rows without a column, or meta mappings (not read from a built dataset)
         return _group_positions([(category_of(r), length_label(r.get("length"))) for r in rows])
-    if any(meta_may_hold(m, "category") for m in metas if m):
-        keys = list(zip(*(map(itemgetter(key), rows) for key in ("dataset", "length", "meta"))))
-    elif len(datasets) == 1 and len(lengths) == 1:  # one label: the common case, no per-row work
-        return {(category_of(rows[0]), length_label(rows[0]["length"])): list(range(len(rows)))}
+    if any(meta_may_hold(meta, "category") for _, _, meta in distinct if meta):
+        keys = list(map(_LABEL_COLUMNS, rows))
+    elif len({(dataset, length) for dataset, length, _ in distinct}) == 1:  # one label: the common case
+        return {(category_of(rows[0]), length_label(rows[0]["length"])): range(len(rows))}
     else:  # no meta names a category: (dataset, length) decide
         keys = list(zip(*(map(itemgetter(key), rows) for key in ("dataset", "length"))))
     label_of = {}
@@ -368,6 +373,30 @@ def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
     answered), config order) that :func:`evaluate` sums per dataset. Per-config work is done once
     per config (metric options, labels per distinct dataset/length/meta, one bootstrap where a
     table has one cell); per-example work is the scoring and the row of the report."""
+    with _collector_paused(metric_options):
+        return _score_config(examples, predictions, metric_options, protocol)
+
+
+@contextmanager
+def _collector_paused(metric_options: dict | None):
+    """CPython's cycle collector paused while a config is scored. The per-example records
+    (results, report rows) hold no reference cycles, yet each 700 of them built start a collection
+    that walks the ones built before: 10% of scoring a 3,000-example MMNeedle config
+    (``benchmarks/bench_vs_official.py``). Left on where a metric calls an LLM judge (its HTTP
+    client's garbage, for minutes); a collector already off stays off."""
+    judged = any(isinstance(options, dict) and options.get("judge") is not None
+                 for options in (metric_options or {}).values())
+    if judged or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _score_config(examples, predictions, metric_options, protocol):
     metric_options = dict(metric_options or {})
     if protocol is not None:
         from mmlbdata.official.protocol import get as get_protocol
@@ -377,12 +406,16 @@ def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
     by_id = dict(zip(ids, examples))
     rows = examples if len(by_id) == len(ids) else list(by_id.values())  # an id twice: one row, as a dict keeps it
     ids = ids if rows is examples else list(by_id)
-    unknown = sorted(predictions.keys() - by_id.keys())
-    missing = sorted(by_id.keys() - predictions.keys())
+    if predictions.keys() == by_id.keys():  # one pass: the common case, a prediction for every example
+        unknown, missing = [], []
+    else:
+        unknown = sorted(predictions.keys() - by_id.keys())
+        missing = sorted(by_id.keys() - predictions.keys())
     answered_at = [i for i, ident in enumerate(ids) if ident in predictions] if missing else range(len(ids))
     result_at: list = [None] * len(rows)
-    listed: list[tuple[str, ScoreResult]] = []
+    scored: list[tuple[list[str], list[ScoreResult]]] = []  # (ids, results) per metric, in metric order
     metrics_out, groups_out = {}, {}
+    may_leave_out = False  # whether any result can be marked left out or unscorable
     for name, positions in _by_metric(rows, answered_at):
         metric = get_metric(name, **{**metric_options.get("*", {}), **metric_options.get(name, {})})
         if metric.reads_row:
@@ -391,35 +424,38 @@ def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
         whole = len(positions) == len(rows)  # the one metric of a config that is all answered
         exs, scored_ids = (rows, ids) if whole else ([rows[i] for i in positions], [ids[i] for i in positions])
         results = metric.score_many([predictions[i]["prediction"] for i in scored_ids], exs)
+        may_leave_out = may_leave_out or metric.may_leave_out
         metrics_out[name] = metric.aggregate(results, exs)
         if whole:
             result_at = results
         else:
             for i, result in zip(positions, results):
                 result_at[i] = result
-        listed.extend(zip(scored_ids, results))
+        scored.append((scored_ids, results))
         groups_out.update(_meta_groups(metric, exs, results))
     count_missing = counts_missing(metric_options)
-    if not missing and not any(r.extra and (r.extra.get("left_out") or r.extra.get("unscorable")) for r in result_at):
+    if not missing and not (may_leave_out and any(r.extra and (r.extra.get("left_out") or r.extra.get("unscorable"))
+                                                  for r in result_at)):
         headline_examples, values, answered = rows, list(map(_SCORE, result_at)), None  # every row, as scored
-        kept = [r for _, r in listed]
+        kept = None if len(scored) == 1 else [r for _, results in scored for r in results]  # one metric: result_at
     else:
         headline = _headline(rows, result_at, count_missing)
         headline_examples = [row for row, _, _ in headline]
         values, answered = [score for _, score, _ in headline], [flag for _, _, flag in headline]
-        kept = [r for _, r in listed if not r.extra.get("left_out")]
+        kept = [r for _, results in scored for r in results if not r.extra.get("left_out")]
+    answered_count = sum(len(results) for _, results in scored)
     summary = uncertainty.summary(values)
     by_category, by_length, by_category_length = _label_tables(_label_groups(headline_examples), values, answered,
                                                                summary)
     result = {
         "n": len(values),
         "total": len(by_id),
-        "answered": len(listed),
-        **({"left_out": len(listed) - len(kept)} if len(listed) != len(kept) else {}),
+        "answered": answered_count,
+        **({"left_out": answered_count - len(kept)} if kept is not None and answered_count != len(kept) else {}),
         "score": mean(values),
         **summary,
         "missing_counted_as_wrong": count_missing,
-        "score_answered": mean(map(_SCORE, kept)),
+        "score_answered": mean(values) if kept is None else mean(map(_SCORE, kept)),
         "metrics": metrics_out,
         "by_category": by_category,
         "by_length": by_length,
@@ -428,7 +464,8 @@ def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
         "problems": {"unknown_ids": unknown, "missing_predictions": len(missing),
                      "missing_ids": missing[:100]},
         "examples": [{"id": i, "score": r.score, "parsed": r.parsed, "extra": r.extra} if r.extra
-                     else {"id": i, "score": r.score, "parsed": r.parsed} for i, r in listed],
+                     else {"id": i, "score": r.score, "parsed": r.parsed}
+                     for scored_ids, results in scored for i, r in zip(scored_ids, results)],
     }
     return result, zip(headline_examples, values, answered if answered is not None else repeat(True))
 

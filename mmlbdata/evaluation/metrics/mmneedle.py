@@ -9,7 +9,9 @@ The default parser tolerates spaces, brackets, parentheses and an ``Answer:`` pr
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter
+from itertools import repeat
+from operator import attrgetter, itemgetter
 
 from mmlbdata.evaluation import parse
 from mmlbdata.evaluation.metrics import official as off
@@ -30,7 +32,7 @@ def gold_of(example: dict) -> tuple[str, bool, object]:
     """(gold answer, multi-needle or not, ``meta["k"]``): several needles when the gold has a
     ``;`` or meta's ``k`` is over 1."""
     gold, k = _gold_text(example.get("answers")), _k(example.get("meta"))
-    return gold, ";" in gold or (isinstance(k, int) and k > 1), k
+    return gold, ";" in gold or _says_multi(k), k
 
 
 def _gold_text(answers) -> str:
@@ -41,6 +43,55 @@ def _k(meta):
     """meta's ``k`` (None without one). A meta text that cannot hold a ``"k"`` key is not parsed:
     MMNeedle's metas differ per example, and a parse per example would cost more than scoring."""
     return meta_of({"meta": meta}).get("k") if meta_may_hold(meta, "k") else None
+
+
+_ANSWERS_AND_META = itemgetter("answers", "meta")
+_SCORE = attrgetter("score")
+_EXTRA = attrgetter("extra")
+_PARTS = itemgetter("multi", "positive", "exist", "index", "exact")
+
+
+def _gold_and_meta_columns(examples) -> tuple[list[str], list]:
+    """Each example's gold text and ``meta``, read in one pass over the rows."""
+    try:
+        columns = list(map(_ANSWERS_AND_META, examples))
+    except KeyError:  # rows without answers or meta
+        columns = [(example.get("answers"), example.get("meta")) for example in examples]
+    golds = [answers[0] if answers.__class__ is list and answers and answers[0].__class__ is str
+             else _gold_text(answers) for answers, _ in columns]
+    return golds, [meta for _, meta in columns]
+
+
+def _k_columns(metas: list) -> tuple:
+    """(whether ``meta["k"]`` says several needles, ``meta["k"]``) per example, as two iterables;
+    each distinct meta text is read once (a config has one or a few; MMNeedle's vary per row)."""
+    try:
+        distinct = {meta: _k(meta) for meta in set(metas)}
+    except TypeError:  # meta mappings (rows not read from a built dataset): each row's own
+        ks = [_k(meta) for meta in metas]
+    else:
+        if len(distinct) == 1:
+            [k] = distinct.values()
+            return repeat(_says_multi(k)), repeat(k)
+        ks = [distinct[meta] for meta in metas]
+    return [_says_multi(k) for k in ks], ks
+
+
+#: id of each shared breakdown of the official rules -> its (multi, positive, exist, index, exact)
+_SHARED_PARTS = {id(b): _PARTS(b) for b in off.NEEDLE_BREAKDOWNS}
+
+
+def _outcomes(extras: list) -> list[tuple[tuple, int]]:
+    """((multi, positive, exist, index, exact), how many results had it) over the breakdowns:
+    counted by identity when all are the shared ones (the official rules), else by their parts."""
+    shared = Counter(map(id, extras))
+    if shared.keys() <= _SHARED_PARTS.keys():
+        return [(_SHARED_PARTS[i], times) for i, times in shared.items()]
+    return list(Counter(map(_PARTS, extras)).items())
+
+
+def _says_multi(k) -> bool:
+    return isinstance(k, int) and k > 1
 
 
 def _no_needle(needle: tuple[int, ...]) -> bool:
@@ -72,61 +123,42 @@ def _tolerant(gold: str, pred: str) -> dict:
 
 @register("mmneedle")
 class MMNeedle(Metric):
+    may_leave_out = False
+
     def score(self, prediction, example):
-        gold, multi, k = gold_of(example)
         if self.official or self.options.get("strict"):
-            return self.score_official(gold, prediction or "", multi, k)
+            return self.score_many([prediction], [example])[0]
+        gold, multi, _ = gold_of(example)
         res = _tolerant(gold, prediction or "")
         res["multi"] = multi
         return ScoreResult(res["exact"], str(parse_needles(prediction or "")), res)
 
     def score_many(self, predictions, examples):
+        """The official rules (``off.needle_results``) over a config at once: each distinct meta
+        text read once for its k, the golds read in one pass over the rows."""
         if not (self.official or self.options.get("strict")):
             return super().score_many(predictions, examples)
-        results, single = [], off.needle_single
-        append = results.append
-        k_of: dict = {}  # meta text -> its k: a config's rows share a few metas
-        for prediction, example in zip(predictions, examples):  # as lean as the official loop over responses
-            gold, meta = _gold_text(example.get("answers")), example.get("meta")
-            try:
-                k = k_of[meta]
-            except KeyError:
-                k = k_of[meta] = _k(meta)
-            except TypeError:  # a meta mapping
-                k = _k(meta)
-            prediction = prediction or ""
-            if ";" in gold or (isinstance(k, int) and k > 1):
-                append(self.score_official(gold, prediction, True, k))
-            else:  # string comparisons only: nothing that can crash, no guard
-                parts = single(gold, prediction)
-                append(ScoreResult(parts["exact"], prediction, parts))
-        return results
-
-    @staticmethod
-    def score_official(gold: str, prediction: str, multi: bool, k) -> ScoreResult:
-        """The official string rules; the breakdown keys stay present when they crash."""
-        try:
-            parts = off.needle_multi(gold, prediction, k) if multi else off.needle_single(gold, prediction)
-        except off.CRASHES as exc:  # noqa: B902 - k from meta that the official spelling cannot use
-            negative = off.negative_gold([gold.split("; ", 1)[0].split(", ", 1)[0]])
-            return ScoreResult(0.0, prediction, {"official_crash": off.crash_text(exc), "positive": not negative,
-                                                 "exist": 0.0, "index": 0.0, "exact": 0.0, "multi": multi})
-        parts["multi"] = multi
-        return ScoreResult(parts["exact"], prediction, parts)
+        golds, metas = _gold_and_meta_columns(examples)
+        return off.needle_results(golds, *_k_columns(metas), predictions)
 
     def aggregate(self, results, examples):
         """Headline: exact accuracy over all; then existence / index / exact for positives and
-        existence for negatives, each for single and multi needle separately."""
-        out = {"score": mean(r.score for r in results), "n": len(results)}
-        groups = defaultdict(list)
-        for r in results:
-            kind = "multi" if r.extra["multi"] else "single"
-            groups[(kind, r.extra["positive"])].append(r.extra)
-        for (kind, positive), rows in sorted(groups.items()):
+        existence for negatives, each for single and multi needle separately. Every part is 0.0 or
+        1.0, so each mean is worked out from how often each combination occurs (the same sums,
+        exactly, as adding the parts one by one)."""
+        out = {"score": mean(map(_SCORE, results)), "n": len(results)}
+        sums: dict[tuple[str, bool], list] = {}
+        for (multi, positive, exist, index, exact), times in _outcomes(list(map(_EXTRA, results))):
+            group = sums.setdefault(("multi" if multi else "single", positive), [0, 0.0, 0.0, 0.0])
+            group[0] += times
+            group[1] += exist * times
+            group[2] += index * times
+            group[3] += exact * times
+        for (kind, positive), (n, exist, index, exact) in sorted(sums.items()):
             tag = f"{kind}.{'pos' if positive else 'neg'}"
-            out[f"{tag}.n"] = len(rows)
-            out[f"{tag}.exist"] = mean(x["exist"] for x in rows)
+            out[f"{tag}.n"] = n
+            out[f"{tag}.exist"] = exist / n
             if positive:
-                out[f"{tag}.index"] = mean(x["index"] for x in rows)
-                out[f"{tag}.exact"] = mean(x["exact"] for x in rows)
+                out[f"{tag}.index"] = index / n
+                out[f"{tag}.exact"] = exact / n
         return out

@@ -14,9 +14,10 @@ import json
 import re
 from functools import lru_cache, wraps
 from math import isclose
-from typing import Callable
+from typing import Callable, Iterable
 
 from mmlbdata.evaluation import parse
+from mmlbdata.evaluation.metrics.registry import ReadOnlyDict, ScoreResult
 
 #: exceptions an official function may raise on hostile text (RecursionError: json's decoder on
 #: deeply nested brackets; MemoryError: Python's parser on some pathological literals)
@@ -442,40 +443,83 @@ def mmlongbench_doc(gold, pred, answer_type: str) -> float:
 
 # --- MMNeedle evaluate.py / evaluate_multi.py ---------------------------------------------------
 
-def _needle_clean(pred: str) -> str:
-    return pred.replace("\n", "").strip().strip(".").strip()
-
-
 def negative_gold(gold_index: list[str]) -> bool:
     """Officially a negative gold has index 0; the paper's (and this project's) ``-1`` too."""
     return gold_index[0] in ("0", "-1")
 
 
-def needle_single(gold: str, pred: str) -> dict:
-    """evaluate.py: exact string equality; only the bare ``-1`` means "no needle"."""
-    pred = pred.replace("\n", "").strip().strip(".").strip()  # _needle_clean, inline: once per example
-    gold_index = gold.split(", ", 1)[0]
-    negative = gold_index == "0" or gold_index == "-1"
-    exact = float(("-1" if negative else gold) == pred)
-    return {"positive": not negative, "exist": float(negative == (pred == "-1")),
-            "index": float(gold_index == pred.split(", ", 1)[0]), "exact": exact, "multi": False}
+def needle_results(golds: list[str], several: Iterable[bool], ks: Iterable, predictions: Iterable[str]) -> list:
+    """evaluate.py's loop over its responses (one needle) and evaluate_multi.py's (several: a gold
+    with "; ", or ``several`` from meta's k) as one pass over a config. What a one-needle gold
+    decides (its index, negative or not, the text an exact answer equals) is kept per distinct
+    gold; per example is the official loop's own work: clean the prediction, compare strings. Each
+    result's breakdown is the shared one of its outcome (``NEEDLE_BREAKDOWNS``)."""
+    results = []
+    append = results.append
+    single: dict[str, tuple] = {}
+    for gold, says_multi, k, prediction in zip(golds, several, ks, predictions):
+        prediction = prediction or ""
+        if not says_multi:
+            try:
+                multi_gold, gold_index, negative, target = single[gold]
+            except KeyError:
+                multi_gold, gold_index, negative, target = single[gold] = _single_needle_gold(gold)
+            if not multi_gold:  # evaluate.py: exact string equality; only the bare "-1" says "no needle"
+                cleaned = prediction.replace("\n", "").strip().strip(".").strip()
+                exact = target == cleaned
+                append(ScoreResult(_FLOAT[exact], prediction, _SINGLE[negative][negative == (cleaned == "-1")][
+                    gold_index == cleaned.split(", ", 1)[0]][exact]))
+                continue
+        append(_multi_needle_result(gold, prediction, k))
+    return results
 
 
-def needle_multi(gold: str, pred: str, k: int | None = None) -> dict:
-    """evaluate_multi.py: parts split on "; " and stripped; five spellings of "no needle"
-    (K from the gold, or ``k`` for a negative gold written as the bare ``-1``)."""
-    pred = _needle_clean(pred)
-    gold_parts = gold.split("; ")
-    gold_index = [g.split(", ", 1)[0] for g in gold_parts]
-    negative = negative_gold(gold_index)
-    n = k if (negative and k) else len(gold_index)
-    gold = "-1" if negative else gold
-    pred_parts = [p.strip() for p in pred.split("; ")]
-    pred = "; ".join(pred_parts)
-    pred_index = [p.split(", ", 1)[0] for p in pred_parts]
-    spellings = _no_needle(n) if type(n) is int and n <= 64 else _no_needle.__wrapped__(n)  # k: any JSON
-    return {"positive": not negative, "exist": float(negative == (pred in spellings)),
-            "index": float(gold_index == pred_index), "exact": float(gold == pred)}
+def _single_needle_gold(gold: str) -> tuple:
+    """(several needles, index, negative, the text an exact answer equals) of a gold under
+    evaluate.py: the index before the first ", "; 0 (or -1) marks a negative sample."""
+    index = gold.split(", ", 1)[0]
+    negative = index == "0" or index == "-1"
+    return ";" in gold, index, negative, "-1" if negative else gold
+
+
+def _multi_needle_result(gold: str, prediction: str, k) -> ScoreResult:
+    """evaluate_multi.py: parts split on "; " and stripped; five spellings of "no needle" (K from
+    the gold, or ``k`` for a negative gold written as the bare ``-1``). Golds of several needles
+    rarely repeat, so nothing is kept per gold. A ``k`` the official expressions cannot use (meta's
+    "2", 2.0, a list) crashes them: 0.0, the exception in ``official_crash``."""
+    gold_indexes = [part.split(", ", 1)[0] for part in gold.split("; ")]
+    negative = negative_gold(gold_indexes)
+    try:
+        spellings = no_needle_spellings(k if (negative and k) else len(gold_indexes))
+    except CRASHES as exc:  # noqa: B902 - the official run would stop here
+        return ScoreResult(0.0, prediction, {"official_crash": crash_text(exc), "positive": not negative,
+                                             "exist": 0.0, "index": 0.0, "exact": 0.0, "multi": True})
+    parts = [part.strip() for part in prediction.replace("\n", "").strip().strip(".").strip().split("; ")]
+    cleaned = "; ".join(parts)
+    exact = ("-1" if negative else gold) == cleaned
+    return ScoreResult(_FLOAT[exact], prediction, _MULTI[negative][negative == (cleaned in spellings)][
+        gold_indexes == [part.split(", ", 1)[0] for part in parts]][exact])
+
+
+_FLOAT = (0.0, 1.0)
+
+
+def _needle_breakdowns(multi: bool) -> tuple:
+    """The breakdowns ``[negative][exist][index][exact]`` of one or several needles, shared."""
+    return tuple(tuple(tuple(tuple(
+        ReadOnlyDict(positive=not negative, exist=_FLOAT[exist], index=_FLOAT[index], exact=_FLOAT[exact], multi=multi)
+        for exact in (False, True)) for index in (False, True)) for exist in (False, True)) for negative in (False, True))
+
+
+_SINGLE, _MULTI = _needle_breakdowns(False), _needle_breakdowns(True)
+#: every shared breakdown of ``needle_results``
+NEEDLE_BREAKDOWNS = [b for table in (_SINGLE, _MULTI) for a in table for c in a for d in c for b in d]
+
+
+def no_needle_spellings(n) -> frozenset:
+    """The five spellings of "no needle" for ``n`` needles (``n``: the gold's count, or meta's
+    ``k``, any JSON value: one the official expressions cannot use raises as they would)."""
+    return _no_needle(n) if type(n) is int and n <= 64 else _no_needle.__wrapped__(n)
 
 
 @lru_cache(maxsize=64)

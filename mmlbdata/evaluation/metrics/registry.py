@@ -28,6 +28,23 @@ class ScoreResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+class ReadOnlyDict(dict):
+    """A dict that refuses changes: one breakdown shared by every result with the same outcome
+    (MMNeedle's official string rules have 32), so none is built per example, and a change through
+    one result cannot reach the others. ``==``, JSON and ``dict(...)`` see a plain dict; a copy or
+    an unpickled one is a plain (mutable) dict."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError("this breakdown is shared by many results and read-only: change a dict(...) copy")
+
+    __setitem__ = __delitem__ = __ior__ = update = setdefault = pop = popitem = clear = _refuse
+
+    def __reduce__(self):
+        return dict, (dict(self),)
+
+
 #: ``default``: this project's scorer (official bugs fixed, each difference in
 #: ``mmlbdata/official/deviations.py``); ``official``: what the benchmark's own code returns
 PARITIES = ("default", "official")
@@ -51,6 +68,10 @@ class Metric:
     #: whether ``score`` reads the example's row in its config (``"_row"``, set by ``mmlb eval``'s
     #: engine only for such metrics): official rules whose result depends on the run's order
     reads_row = False
+    #: whether ``score_many`` may mark a result ``extra["left_out"]`` or ``extra["unscorable"]`` (an
+    #: official rule that skips an example, a judge that is not configured). A metric that never does
+    #: says False, and the engine need not look through its results for them.
+    may_leave_out = True
 
     def __init__(self, **options: Any) -> None:
         self.options = options
