@@ -81,13 +81,13 @@ def _k_columns(metas: list) -> tuple:
 _SHARED_PARTS = {id(b): _PARTS(b) for b in off.NEEDLE_BREAKDOWNS}
 
 
-def _outcomes(extras: list) -> list[tuple[tuple, int]]:
-    """((multi, positive, exist, index, exact), how many results had it) over the breakdowns:
-    counted by identity when all are the shared ones (the official rules), else by their parts."""
-    shared = Counter(map(id, extras))
+def _outcomes(results) -> list[tuple[tuple, int]]:
+    """((multi, positive, exist, index, exact), how many results had it): counted by identity when
+    every breakdown is a shared one (the official rules), else by their parts."""
+    shared = Counter(map(id, map(_EXTRA, results)))
     if shared.keys() <= _SHARED_PARTS.keys():
         return [(_SHARED_PARTS[i], times) for i, times in shared.items()]
-    return list(Counter(map(_PARTS, extras)).items())
+    return list(Counter(map(_PARTS, map(_EXTRA, results))).items())
 
 
 def _says_multi(k) -> bool:
@@ -148,7 +148,7 @@ class MMNeedle(Metric):
         exactly, as adding the parts one by one)."""
         out = {"score": mean(map(_SCORE, results)), "n": len(results)}
         sums: dict[tuple[str, bool], list] = {}
-        for (multi, positive, exist, index, exact), times in _outcomes(list(map(_EXTRA, results))):
+        for (multi, positive, exist, index, exact), times in _outcomes(results):
             group = sums.setdefault(("multi" if multi else "single", positive), [0, 0.0, 0.0, 0.0])
             group[0] += times
             group[1] += exist * times
