@@ -45,9 +45,9 @@ def test_meta_text_is_parsed_once_and_shared_read_only():
 
 
 def test_mmneedle_batch_path_equals_one_by_one_crashes_included():
-    """MMNeedle's official score_many (one loop, no guard on the single-needle path) returns what
-    score gives example by example, a k that the official spelling cannot use ("2": str - int) included
-    (evaluate_multi.py: exact is string equality, so "-1; -1" for the gold "-1" exists but is not exact)."""
+    """MMNeedle's official score_many and score (one path) on hand-read cases, a k that the official
+    spelling cannot use ("2": str - int) included (evaluate_multi.py: exact is string equality, so
+    "-1; -1" for the gold "-1" exists but is not exact)."""
     examples = [{"id": "a", "answers": ["2, 1, 3"], "meta": "{}"},
                 {"id": "b", "answers": ["0, 1, 1"], "meta": "{}"},
                 {"id": "c", "answers": ["-1"], "meta": json.dumps({"k": 2})},
@@ -228,8 +228,9 @@ def test_mmneedle_official_results_follow_the_official_lines_for_every_gold_meta
             assert (result.score, result.parsed, result.extra) == (want["exact"], prediction or "", want)
             assert list(result.extra) == list(want)
         assert crashed == 4 * 2 * len(_NEEDLE_PREDICTIONS)  # metas with k 2.0 (text, mapping), "2", [2] x 2 negative multi golds
-        one_by_one = [metric.score(p, e) for p, e in zip(predictions, examples)]
-        assert [(r.score, r.parsed, r.extra) for r in one_by_one] == [(r.score, r.parsed, r.extra) for r in batch]
+    # a prediction that is no text crashes evaluate_multi.py's cleaning (L34): 0, the exception kept
+    [result] = get_metric("mmneedle", parity="official").score_many([5], [{"answers": ["1, 1, 1; 2, 2, 2"]}])
+    assert result.score == 0.0 and result.extra["official_crash"].startswith("AttributeError")
 
 
 def test_mmneedle_results_share_read_only_breakdowns():
@@ -254,9 +255,17 @@ def test_mmneedle_results_share_read_only_breakdowns():
     with pytest.raises(TypeError, match="read-only"):
         first |= {"exact": 0.0}
     assert first["exact"] == 1.0 and second["exact"] == 1.0
-    for plain in (dict(first), copy.copy(first), copy.deepcopy(first), pickle.loads(pickle.dumps(first))):
-        assert type(plain) is dict and plain == first
-        plain["exact"] = 0.0
+    with pytest.raises(TypeError, match="read-only"):
+        first.__init__(exact=0.0)
+    assert first["exact"] == 1.0 and second["exact"] == 1.0
+    plain = dict(first)
+    plain["exact"] = 0.0
+    assert first["exact"] == 1.0
+    # results copied or pickled together share one breakdown again: it must still refuse changes
+    for copied in (copy.deepcopy(results), pickle.loads(pickle.dumps(results))):
+        assert copied[0].extra is copied[1].extra and copied[0].extra == first
+        with pytest.raises(TypeError, match="read-only"):
+            copied[0].extra["exact"] = 0.0
     assert json.dumps(first) == json.dumps(dict(first))
 
 
@@ -280,13 +289,15 @@ def test_mmneedle_aggregate_counts_outcomes_as_adding_them_one_by_one_would():
     """Shared breakdowns are counted by identity; results with breakdowns of their own (crashes, the
     tolerant default parser) by their parts: both give the one-by-one sums, key for key."""
     examples, predictions = _needle_cases()
-    for options in ({"parity": "official"}, {}):
-        metric = get_metric("mmneedle", **options)
+    official = get_metric("mmneedle", parity="official")
+    for metric in (official, get_metric("mmneedle")):  # crashes among them / the tolerant parser's own dicts
         results = metric.score_many(predictions, examples)
         got, want = metric.aggregate(results, examples), _aggregate_by_hand(results)
         assert got == want and list(got) == list(want)
-    official = get_metric("mmneedle", parity="official").score_many(predictions[:40], examples[:40])
-    assert metric.aggregate(official, examples[:40]) == _aggregate_by_hand(official)
+    no_crash = [(e, p) for e, p in zip(examples, predictions) if e["meta"] in (None, "{}", '{"k": 1}', '{"k": 2}')]
+    results = official.score_many([p for _, p in no_crash], [e for e, _ in no_crash])  # shared breakdowns only
+    assert all(type(r.extra).__name__ == "ReadOnlyDict" for r in results) and len(results) > 500
+    assert official.aggregate(results, []) == _aggregate_by_hand(results)
 
 
 def test_mmneedle_never_leaves_an_example_out():
@@ -321,10 +332,13 @@ def test_the_cycle_collector_is_paused_while_a_config_is_scored_and_restored_aft
     rows = [{"id": "a", "dataset": "mmneedle_single", "length": 8192, "answers": ["1, 1, 1"], "metric": "mmneedle"}]
     predictions = {"a": {"prediction": "1, 1, 1"}}
     assert gc.isenabled()
-    evaluate_config(rows, predictions, {"*": {"parity": "official"}})
-    assert seen == [False] and gc.isenabled()
-    evaluate_config(rows, predictions, {"*": {"parity": "official"}, "mmneedle": {"judge": object()}})
-    assert seen == [False, True] and gc.isenabled()
+    cli_options = _cli_metric_options()  # mmlb eval's: a judge stand-in for summ_judge, an extractor for the docs
+    assert cli_options["summ_judge"]["judge"] is not None
+    evaluate_config(rows, predictions, {**cli_options, "*": {"parity": "official"}})
+    assert seen == [False] and gc.isenabled()  # the config's metrics call no model: paused
+    for calls_a_model in ({"judge": object()}, {"extractor": object()}):
+        evaluate_config(rows, predictions, {"*": {"parity": "official"}, "mmneedle": calls_a_model})
+        assert seen[-1] is True and gc.isenabled()
     with pytest.raises(RuntimeError, match="metric failed"):
         evaluate_config([{**rows[0], "fail": True}], predictions)
     assert seen[-1] is False and gc.isenabled()
@@ -334,3 +348,12 @@ def test_the_cycle_collector_is_paused_while_a_config_is_scored_and_restored_aft
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def _cli_metric_options() -> dict:
+    """``mmlb eval``'s metric options with no judge configured and the default extractor."""
+    from mmlbdata.cli import make_parser
+    from mmlbdata.cli import eval as cli_eval
+
+    args = make_parser().parse_args(["eval", "predictions.jsonl", "--data", "built", "--out", "report"])
+    return cli_eval.metric_options(args, None)

@@ -373,30 +373,6 @@ def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
     answered), config order) that :func:`evaluate` sums per dataset. Per-config work is done once
     per config (metric options, labels per distinct dataset/length/meta, one bootstrap where a
     table has one cell); per-example work is the scoring and the row of the report."""
-    with _collector_paused(metric_options):
-        return _score_config(examples, predictions, metric_options, protocol)
-
-
-@contextmanager
-def _collector_paused(metric_options: dict | None):
-    """CPython's cycle collector paused while a config is scored. The per-example records
-    (results, report rows) hold no reference cycles, yet each 700 of them built start a collection
-    that walks the ones built before: 10% of scoring a 3,000-example MMNeedle config
-    (``benchmarks/bench_vs_official.py``). Left on where a metric calls an LLM judge (its HTTP
-    client's garbage, for minutes); a collector already off stays off."""
-    judged = any(isinstance(options, dict) and options.get("judge") is not None
-                 for options in (metric_options or {}).values())
-    if judged or not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
-def _score_config(examples, predictions, metric_options, protocol):
     metric_options = dict(metric_options or {})
     if protocol is not None:
         from mmlbdata.official.protocol import get as get_protocol
@@ -416,58 +392,81 @@ def _score_config(examples, predictions, metric_options, protocol):
     scored: list[tuple[list[str], list[ScoreResult]]] = []  # (ids, results) per metric, in metric order
     metrics_out, groups_out = {}, {}
     may_leave_out = False  # whether any result can be marked left out or unscorable
-    for name, positions in _by_metric(rows, answered_at):
-        metric = get_metric(name, **{**metric_options.get("*", {}), **metric_options.get(name, {})})
-        if metric.reads_row:
-            for row, example in enumerate(examples):
-                example.setdefault(ROW_KEY, row)  # official binary_acc's default answer depends on it
-        whole = len(positions) == len(rows)  # the one metric of a config that is all answered
-        exs, scored_ids = (rows, ids) if whole else ([rows[i] for i in positions], [ids[i] for i in positions])
-        results = metric.score_many([predictions[i]["prediction"] for i in scored_ids], exs)
-        may_leave_out = may_leave_out or metric.may_leave_out
-        metrics_out[name] = metric.aggregate(results, exs)
-        if whole:
-            result_at = results
+    plan = [(name, positions, get_metric(name, **{**metric_options.get("*", {}), **metric_options.get(name, {})}))
+            for name, positions in _by_metric(rows, answered_at)]
+    with _collector_paused([metric for _, _, metric in plan]):
+        for name, positions, metric in plan:
+            if metric.reads_row:
+                for row, example in enumerate(examples):
+                    example.setdefault(ROW_KEY, row)  # official binary_acc's default answer depends on it
+            whole = len(positions) == len(rows)  # the one metric of a config that is all answered
+            exs, scored_ids = (rows, ids) if whole else ([rows[i] for i in positions], [ids[i] for i in positions])
+            results = metric.score_many([predictions[i]["prediction"] for i in scored_ids], exs)
+            may_leave_out = may_leave_out or metric.may_leave_out
+            metrics_out[name] = metric.aggregate(results, exs)
+            if whole:
+                result_at = results
+            else:
+                for i, result in zip(positions, results):
+                    result_at[i] = result
+            scored.append((scored_ids, results))
+            groups_out.update(_meta_groups(metric, exs, results))
+        count_missing = counts_missing(metric_options)
+        if not missing and not (may_leave_out and any(_left_out_or_unscorable(r) for r in result_at)):
+            headline_examples, values, answered = rows, list(map(_SCORE, result_at)), None  # every row, as scored
+            kept = None if len(scored) == 1 else [r for _, results in scored for r in results]  # one metric: result_at
         else:
-            for i, result in zip(positions, results):
-                result_at[i] = result
-        scored.append((scored_ids, results))
-        groups_out.update(_meta_groups(metric, exs, results))
-    count_missing = counts_missing(metric_options)
-    if not missing and not (may_leave_out and any(r.extra and (r.extra.get("left_out") or r.extra.get("unscorable"))
-                                                  for r in result_at)):
-        headline_examples, values, answered = rows, list(map(_SCORE, result_at)), None  # every row, as scored
-        kept = None if len(scored) == 1 else [r for _, results in scored for r in results]  # one metric: result_at
-    else:
-        headline = _headline(rows, result_at, count_missing)
-        headline_examples = [row for row, _, _ in headline]
-        values, answered = [score for _, score, _ in headline], [flag for _, _, flag in headline]
-        kept = [r for _, results in scored for r in results if not r.extra.get("left_out")]
-    answered_count = sum(len(results) for _, results in scored)
-    summary = uncertainty.summary(values)
-    by_category, by_length, by_category_length = _label_tables(_label_groups(headline_examples), values, answered,
-                                                               summary)
-    result = {
-        "n": len(values),
-        "total": len(by_id),
-        "answered": answered_count,
-        **({"left_out": answered_count - len(kept)} if kept is not None and answered_count != len(kept) else {}),
-        "score": mean(values),
-        **summary,
-        "missing_counted_as_wrong": count_missing,
-        "score_answered": mean(values) if kept is None else mean(map(_SCORE, kept)),
-        "metrics": metrics_out,
-        "by_category": by_category,
-        "by_length": by_length,
-        "by_category_length": by_category_length,
-        "groups": groups_out,
-        "problems": {"unknown_ids": unknown, "missing_predictions": len(missing),
-                     "missing_ids": missing[:100]},
-        "examples": [{"id": i, "score": r.score, "parsed": r.parsed, "extra": r.extra} if r.extra
-                     else {"id": i, "score": r.score, "parsed": r.parsed}
-                     for scored_ids, results in scored for i, r in zip(scored_ids, results)],
-    }
-    return result, zip(headline_examples, values, answered if answered is not None else repeat(True))
+            headline = _headline(rows, result_at, count_missing)
+            headline_examples = [row for row, _, _ in headline]
+            values, answered = [score for _, score, _ in headline], [flag for _, _, flag in headline]
+            kept = [r for _, results in scored for r in results if not r.extra.get("left_out")]
+        answered_count = sum(len(results) for _, results in scored)
+        summary = uncertainty.summary(values)
+        by_category, by_length, by_category_length = _label_tables(_label_groups(headline_examples), values, answered,
+                                                                   summary)
+        result = {
+            "n": len(values),
+            "total": len(by_id),
+            "answered": answered_count,
+            **({"left_out": answered_count - len(kept)} if kept is not None and answered_count != len(kept) else {}),
+            "score": mean(values),
+            **summary,
+            "missing_counted_as_wrong": count_missing,
+            "score_answered": mean(values) if kept is None else mean(map(_SCORE, kept)),
+            "metrics": metrics_out,
+            "by_category": by_category,
+            "by_length": by_length,
+            "by_category_length": by_category_length,
+            "groups": groups_out,
+            "problems": {"unknown_ids": unknown, "missing_predictions": len(missing),
+                         "missing_ids": missing[:100]},
+            "examples": [{"id": i, "score": r.score, "parsed": r.parsed, "extra": r.extra} if r.extra
+                         else {"id": i, "score": r.score, "parsed": r.parsed}
+                         for scored_ids, results in scored for i, r in zip(scored_ids, results)],
+        }
+        return result, zip(headline_examples, values, answered if answered is not None else repeat(True))
+
+
+def _left_out_or_unscorable(result: ScoreResult) -> bool:
+    return bool(result.extra) and bool(result.extra.get("left_out") or result.extra.get("unscorable"))
+
+
+@contextmanager
+def _collector_paused(metrics: list):
+    """CPython's cycle collector paused while a config is scored. The per-example records
+    (results, report rows) hold no reference cycles, yet each 700 of them built start a collection
+    that walks the ones built before: 10% of scoring a 3,000-example MMNeedle config
+    (``benchmarks/bench_vs_official.py``). Left on where one of the config's metrics calls a
+    model (``Metric.calls_out``: an LLM judge or extractor, its HTTP client's garbage for
+    minutes); a collector already off stays off."""
+    if any(metric.calls_out for metric in metrics) or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _by_metric(rows: list[dict], positions) -> list[tuple[str, list[int]]]:

@@ -491,10 +491,10 @@ def _multi_needle_result(gold: str, prediction: str, k) -> ScoreResult:
     negative = negative_gold(gold_indexes)
     try:
         spellings = no_needle_spellings(k if (negative and k) else len(gold_indexes))
-    except CRASHES as exc:  # noqa: B902 - the official run would stop here
+        parts = [part.strip() for part in prediction.replace("\n", "").strip().strip(".").strip().split("; ")]
+    except CRASHES as exc:  # noqa: B902 - the official run would stop here (a prediction that is no text too)
         return ScoreResult(0.0, prediction, {"official_crash": crash_text(exc), "positive": not negative,
                                              "exist": 0.0, "index": 0.0, "exact": 0.0, "multi": True})
-    parts = [part.strip() for part in prediction.replace("\n", "").strip().strip(".").strip().split("; ")]
     cleaned = "; ".join(parts)
     exact = ("-1" if negative else gold) == cleaned
     return ScoreResult(_FLOAT[exact], prediction, _MULTI[negative][negative == (cleaned in spellings)][

@@ -31,10 +31,15 @@ class ScoreResult:
 class ReadOnlyDict(dict):
     """A dict that refuses changes: one breakdown shared by every result with the same outcome
     (MMNeedle's official string rules have 32), so none is built per example, and a change through
-    one result cannot reach the others. ``==``, JSON and ``dict(...)`` see a plain dict; a copy or
-    an unpickled one is a plain (mutable) dict."""
+    one result cannot reach the others. ``==`` and JSON see a plain dict; copies and pickles stay
+    read-only (several results copied together share one again); ``dict(...)`` gives a mutable one."""
 
     __slots__ = ()
+
+    def __init__(self, *args, **kwargs):
+        if self:  # d.__init__(exact=0.0) on a built one would change it in place
+            self._refuse()
+        super().__init__(*args, **kwargs)
 
     def _refuse(self, *args, **kwargs):
         raise TypeError("this breakdown is shared by many results and read-only: change a dict(...) copy")
@@ -42,7 +47,7 @@ class ReadOnlyDict(dict):
     __setitem__ = __delitem__ = __ior__ = update = setdefault = pop = popitem = clear = _refuse
 
     def __reduce__(self):
-        return dict, (dict(self),)
+        return ReadOnlyDict, (dict(self),)
 
 
 #: ``default``: this project's scorer (official bugs fixed, each difference in
@@ -89,6 +94,12 @@ class Metric:
         v1.0) rather than everything after it (v1.1): the protocol's flag, whatever the parity (parity
         mode's parse and the judge's parsed answer both read it)."""
         return self.protocol.parse_first_line
+
+    @property
+    def calls_out(self) -> bool:
+        """Whether scoring with these options may call a model (an LLM ``judge`` or ``extractor``
+        client, or the stand-in that says one is needed)."""
+        return any(self.options.get(key) is not None for key in ("judge", "extractor"))
 
     def score(self, prediction: str, example: dict) -> ScoreResult:  # pragma: no cover - abstract
         raise NotImplementedError
