@@ -466,8 +466,8 @@ def run_metrics(rows: Rows, n: int, rounds: int, paths: list[str]) -> None:
     inputs = {path: make_pairs(path, n) for path in paths}
     items = {path: official_items(p) for path, p in inputs.items()}
     # both sides' inputs built once, here, side by side: built per round, the engine's landed in a heap
-    # fragmented by the rounds before and read slower than the official side's (measured: BABILong's
-    # engine row at 1.02 with 2 paths and 1.2 with all 15, the same code)
+    # fragmented by the rounds before. Part of why the engine rows depend on how many paths run (BABILong,
+    # same code: 1.02 with 2 paths, 1.2 with all 15 before this, 1.14 after)
     engine_inputs = {path: engine_examples(p) for path, p in inputs.items()}
     for path in paths:  # warm both sides (imports, compiled patterns, the official modules)
         warm = make_pairs(path, 5)
