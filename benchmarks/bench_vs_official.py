@@ -225,7 +225,7 @@ def scores_given(pairs: Pairs):
     metric = get_metric(pairs.metric, parity="official")
     results = metric.score_many(pairs.predictions, pairs.examples)
     cls = type(metric)
-    original = cls.__dict__["score_many"]
+    original = cls.__dict__.get("score_many")  # None: inherited
 
     def given(self, predictions, examples):
         assert predictions == pairs.predictions, "the engine asked for other predictions than the pairs'"
@@ -235,7 +235,10 @@ def scores_given(pairs: Pairs):
     try:
         yield
     finally:
-        cls.score_many = original
+        if original is None:
+            del cls.score_many
+        else:
+            cls.score_many = original
 
 
 def official_engine(path: str, predictions: list[str], items: list[dict]) -> dict:

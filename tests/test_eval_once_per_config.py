@@ -300,14 +300,29 @@ def test_mmneedle_aggregate_counts_outcomes_as_adding_them_one_by_one_would():
     assert official.aggregate(results, []) == _aggregate_by_hand(results)
 
 
-def test_mmneedle_never_leaves_an_example_out():
-    """MMNeedle says ``may_leave_out = False``, so the engine does not look for left-out marks in its
-    results: none of its parsers makes one."""
-    examples, predictions = _needle_cases()
-    assert get_metric("mmneedle").may_leave_out is False
-    for options in ({"parity": "official"}, {"strict": True}, {}):
-        for r in get_metric("mmneedle", **options).score_many(predictions, examples):
-            assert not {"left_out", "unscorable"} & set(r.extra)
+_HOSTILE = ["", None, "Answer: A", "answer: []", "(B)", "-1", "2, 1, 3", "1e999", "nan", "x" * 300, "\n\n", "[[[", "{}"]
+
+
+def test_metrics_that_say_they_never_leave_an_example_out_never_do():
+    """``may_leave_out = False`` spares the engine its scan for left-out marks: every metric that says
+    so makes none, on the benchmark pairs of its paths and on hostile text, in both parities."""
+    from benchmarks.bench_vs_official import OFFICIAL, make_pairs
+    from mmlbdata.evaluation.metrics import metric_names
+
+    quiet = [name for name in metric_names() if not get_metric(name).may_leave_out]
+    assert {"mmneedle", "babilong", "readbench_mc", "longbench_f1", "lvb_mc", "mmlongbench_doc", "longdocurl",
+            "memlens_judge"} <= set(quiet)
+    for name in quiet:
+        examples = [{"id": f"h{i}", "answers": ["A"], "meta": json.dumps({"task": "qa1"}), "question": "q?"}
+                    for i in range(len(_HOSTILE))]
+        predictions = list(_HOSTILE)
+        for path in OFFICIAL:
+            pairs = make_pairs(path, 200)
+            if pairs.metric == name:
+                examples, predictions = examples + pairs.examples, predictions + pairs.predictions
+        for options in ({"parity": "official"}, {}):
+            for r in get_metric(name, **options).score_many(predictions, examples):
+                assert not {"left_out", "unscorable"} & set(r.extra), (name, options, r)
 
 
 def test_the_cycle_collector_is_paused_while_a_config_is_scored_and_restored_after(monkeypatch):

@@ -412,7 +412,8 @@ def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
             scored.append((scored_ids, results))
             groups_out.update(_meta_groups(metric, exs, results))
         count_missing = counts_missing(metric_options)
-        if not missing and not (may_leave_out and any(_left_out_or_unscorable(r) for r in result_at)):
+        if not missing and not (may_leave_out and any(r.extra and (r.extra.get("left_out") or r.extra.get("unscorable"))
+                                                      for r in result_at)):
             headline_examples, values, answered = rows, list(map(_SCORE, result_at)), None  # every row, as scored
             kept = None if len(scored) == 1 else [r for _, results in scored for r in results]  # one metric: result_at
         else:
@@ -445,10 +446,6 @@ def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
                          for scored_ids, results in scored for i, r in zip(scored_ids, results)],
         }
         return result, zip(headline_examples, values, answered if answered is not None else repeat(True))
-
-
-def _left_out_or_unscorable(result: ScoreResult) -> bool:
-    return bool(result.extra) and bool(result.extra.get("left_out") or result.extra.get("unscorable"))
 
 
 @contextmanager
