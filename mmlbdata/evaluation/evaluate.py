@@ -482,7 +482,7 @@ def _meta_groups(metric, examples: list[dict], results: list[ScoreResult]) -> di
     Meta is read once per distinct meta text (a config's rows share a few), not per row and key."""
     if not metric.group_by:
         return {}
-    if any(r.extra and r.extra.get("left_out") for r in results):
+    if metric.may_leave_out and any(r.extra and r.extra.get("left_out") for r in results):
         kept = [(e, r) for e, r in zip(examples, results) if not (r.extra and r.extra.get("left_out"))]
         if not kept:  # every answer left out (official skips): no table
             return {}

@@ -57,9 +57,7 @@ def _gold_and_meta_columns(examples) -> tuple[list[str], list]:
         columns = list(map(_ANSWERS_AND_META, examples))
     except KeyError:  # rows without answers or meta
         columns = [(example.get("answers"), example.get("meta")) for example in examples]
-    golds = [answers[0] if answers.__class__ is list and answers and answers[0].__class__ is str
-             else _gold_text(answers) for answers, _ in columns]
-    return golds, [meta for _, meta in columns]
+    return [_gold_text(answers) for answers, _ in columns], [meta for _, meta in columns]
 
 
 def _k_columns(metas: list) -> tuple:

@@ -443,6 +443,11 @@ def mmlongbench_doc(gold, pred, answer_type: str) -> float:
 
 # --- MMNeedle evaluate.py / evaluate_multi.py ---------------------------------------------------
 
+def _needle_clean(pred: str) -> str:
+    """Both files' cleaning of a response (evaluate.py L44-46, evaluate_multi.py L34-36)."""
+    return pred.replace("\n", "").strip().strip(".").strip()
+
+
 def negative_gold(gold_index: list[str]) -> bool:
     """Officially a negative gold has index 0; the paper's (and this project's) ``-1`` too."""
     return gold_index[0] in ("0", "-1")
@@ -465,7 +470,7 @@ def needle_results(golds: list[str], several: Iterable[bool], ks: Iterable, pred
             except KeyError:
                 multi_gold, gold_index, negative, target = single[gold] = _single_needle_gold(gold)
             if not multi_gold:  # evaluate.py: exact string equality; only the bare "-1" says "no needle"
-                cleaned = prediction.replace("\n", "").strip().strip(".").strip()
+                cleaned = prediction.replace("\n", "").strip().strip(".").strip()  # _needle_clean, inline: per example
                 exact = target == cleaned
                 append(ScoreResult(_FLOAT[exact], prediction, _SINGLE[negative][negative == (cleaned == "-1")][
                     gold_index == cleaned.split(", ", 1)[0]][exact]))
@@ -478,7 +483,7 @@ def _single_needle_gold(gold: str) -> tuple:
     """(several needles, index, negative, the text an exact answer equals) of a gold under
     evaluate.py: the index before the first ", "; 0 (or -1) marks a negative sample."""
     index = gold.split(", ", 1)[0]
-    negative = index == "0" or index == "-1"
+    negative = negative_gold([index])
     return ";" in gold, index, negative, "-1" if negative else gold
 
 
@@ -491,7 +496,7 @@ def _multi_needle_result(gold: str, prediction: str, k) -> ScoreResult:
     negative = negative_gold(gold_indexes)
     try:
         spellings = no_needle_spellings(k if (negative and k) else len(gold_indexes))
-        parts = [part.strip() for part in prediction.replace("\n", "").strip().strip(".").strip().split("; ")]
+        parts = [part.strip() for part in _needle_clean(prediction).split("; ")]
     except CRASHES as exc:  # noqa: B902 - the official run would stop here (a prediction that is no text too)
         return ScoreResult(0.0, prediction, {"official_crash": crash_text(exc), "positive": not negative,
                                              "exist": 0.0, "index": 0.0, "exact": 0.0, "multi": True})
@@ -506,9 +511,13 @@ _FLOAT = (0.0, 1.0)
 
 def _needle_breakdowns(multi: bool) -> tuple:
     """The breakdowns ``[negative][exist][index][exact]`` of one or several needles, shared."""
-    return tuple(tuple(tuple(tuple(
-        ReadOnlyDict(positive=not negative, exist=_FLOAT[exist], index=_FLOAT[index], exact=_FLOAT[exact], multi=multi)
-        for exact in (False, True)) for index in (False, True)) for exist in (False, True)) for negative in (False, True))
+    def breakdown(negative, exist, index, exact):
+        return ReadOnlyDict(positive=not negative, exist=_FLOAT[exist], index=_FLOAT[index], exact=_FLOAT[exact],
+                            multi=multi)
+
+    both = (False, True)
+    return tuple(tuple(tuple(tuple(breakdown(negative, exist, index, exact) for exact in both) for index in both)
+                       for exist in both) for negative in both)
 
 
 _SINGLE, _MULTI = _needle_breakdowns(False), _needle_breakdowns(True)
