@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from mmlbdata.evaluation.evaluate import category_of, evaluate_config, length_label
 from mmlbdata.evaluation.metrics import get_metric
 from mmlbdata.evaluation.metrics import official as off
@@ -372,3 +374,67 @@ def _cli_metric_options() -> dict:
 
     args = make_parser().parse_args(["eval", "predictions.jsonl", "--data", "built", "--out", "report"])
     return cli_eval.metric_options(args, None)
+
+
+def test_score_columns_are_a_sequence_of_the_results_they_hold():
+    """A metric may return its results as columns (MMNeedle's official rules do): indexing,
+    slicing, iterating, comparing, copying and pickling behave as the list of the same results."""
+    import copy
+    import pickle
+
+    from mmlbdata.evaluation.metrics.registry import ScoreColumns, ScoreResult
+
+    shared = off.NEEDLE_BREAKDOWNS[0]
+    results = [ScoreResult(1.0, "a", {"x": 1}), ScoreResult(0.0, None, shared), ScoreResult(0.5, "c")]
+    columns = ScoreColumns.of(results)
+    assert ScoreColumns.of(columns) is columns
+    assert (columns.scores, columns.parsed, columns.extras) == ([1.0, 0.0, 0.5], ["a", None, "c"], [{"x": 1}, shared, {}])
+    assert len(columns) == 3 and columns[1] == results[1] and columns[-1] == results[-1]
+    assert list(columns) == results and columns == results and results == columns and columns != results[:2]
+    assert columns[1:] == results[1:] and isinstance(columns[1:], ScoreColumns)
+    assert columns[1].extra is shared  # the breakdown itself, not a copy
+    assert columns != "abc" and repr(columns).startswith("ScoreColumns([ScoreResult(")
+    for copied in (copy.deepcopy(columns), pickle.loads(pickle.dumps(columns))):
+        assert copied == columns
+        with pytest.raises(TypeError, match="read-only"):
+            copied[1].extra["exact"] = 0.0
+    with pytest.raises(ValueError, match="2 scores, 3 parsed, 3 extras"):
+        ScoreColumns([1.0, 0.0], ["a", "b", "c"], [{}, {}, {}])
+    with pytest.raises(TypeError):
+        hash(columns)
+
+
+def test_the_engine_reports_the_same_whether_a_metric_returns_columns_or_a_list(monkeypatch):
+    """The engine reads any metric's results as columns: MMNeedle's official rules return them, and
+    the same results handed over as a list give the same report, key for key (missing predictions,
+    a second metric and meta groups included)."""
+    from mmlbdata.evaluation.metrics.mmneedle import MMNeedle
+    from mmlbdata.evaluation.metrics.registry import ScoreColumns
+
+    examples, predictions = _needle_cases()
+    rows = [{**e, "dataset": "mmneedle_single", "length": 8192, "metric": "mmneedle"} for e in examples]
+    rows += [{"id": f"b{i}", "dataset": "vh_single", "length": 16384, "metric": "binary_acc", "answers": ["Yes"],
+              "meta": json.dumps({"depth": i % 3})} for i in range(40)]
+    preds = {e["id"]: {"id": e["id"], "prediction": p or ""} for e, p in zip(examples, predictions)}
+    preds.update({f"b{i}": {"id": f"b{i}", "prediction": "Yes" if i % 2 else "No"} for i in range(40)})
+    options = {"*": {"parity": "official"}}
+    for name, chosen in {"all": preds, "some missing": {k: v for n, (k, v) in enumerate(preds.items()) if n % 7}}.items():
+        as_columns = evaluate_config([dict(r) for r in rows], chosen, options)
+        original = MMNeedle.score_many
+        with monkeypatch.context() as patch:
+            patch.setattr(MMNeedle, "score_many", lambda self, p, e: list(original(self, p, e)))
+            as_list = evaluate_config([dict(r) for r in rows], chosen, options)
+        assert isinstance(get_metric("mmneedle", parity="official").score_many(["-1"], [rows[0]]), ScoreColumns)
+        assert json.dumps(as_columns, sort_keys=True) == json.dumps(as_list, sort_keys=True), name
+        assert as_columns["metrics"]["mmneedle"]["n"] == len(examples) or name != "all"
+
+
+def test_any_meta_may_hold_answers_as_asking_each_meta():
+    """One search through the joined metas gives what asking each would: a key split over two
+    metas, or an escape split over two, is not found; a meta that is not text may hold anything."""
+    from mmlbdata.evaluation.metrics.common import any_meta_may_hold, meta_may_hold
+
+    cases = [[], [None, ""], ['{"k": 1}'], ['{"category": 1}'], ['{"\\u0063ategory": 1}'], ['{"a\\', 'u"}'],
+             ['{"categ', 'ory"}'], ['x"', 'category"'], [5], ["x", 5], ['{"k": 1}'] * 3000 + ['{"category": "A"}']]
+    for metas in cases:
+        assert any_meta_may_hold(metas, "category") == any(meta_may_hold(m, "category") for m in metas if m), metas

@@ -15,15 +15,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import repeat
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 from pathlib import Path
 from typing import Iterable, Sequence
 
 from mmlbdata.core.suggest import did_you_mean
 from mmlbdata.evaluation import uncertainty
 from mmlbdata.evaluation.metrics import get_metric
-from mmlbdata.evaluation.metrics.common import meta_may_hold, meta_of
-from mmlbdata.evaluation.metrics.registry import ScoreResult, mean, parity_of
+from mmlbdata.evaluation.metrics.common import any_meta_may_hold, meta_of
+from mmlbdata.evaluation.metrics.registry import ScoreColumns, mean, parity_of
 
 log = logging.getLogger(__name__)
 
@@ -245,7 +245,7 @@ def category_of(example: dict) -> str:
     return dataset
 
 
-_LABEL_COLUMNS = itemgetter("dataset", "length", "meta")
+_DATASET, _LENGTH, _META = itemgetter("dataset"), itemgetter("length"), itemgetter("meta")
 
 
 def _label_groups(rows: list[dict]) -> dict[tuple[str, str], Sequence[int]]:
@@ -253,16 +253,16 @@ def _label_groups(rows: list[dict]) -> dict[tuple[str, str], Sequence[int]]:
     worked out once per distinct (dataset, length, meta that names a category): a config has one
     or a few of them, and a meta text without the word "category" cannot name one, so the
     per-example metas (MMNeedle's, MM-NIAH's) are never parsed here."""
-    try:  # one pass over the rows (each pass over a config's row dicts costs cache misses)
-        distinct = set(map(_LABEL_COLUMNS, rows))
+    try:  # a column at a time: no tuple per row
+        datasets, lengths, metas = set(map(_DATASET, rows)), set(map(_LENGTH, rows)), set(map(_META, rows))
     except (KeyError, TypeError):  # rows without a column, or meta mappings (not read from a built dataset)
         return _group_positions([(category_of(r), length_label(r.get("length"))) for r in rows])
-    if any(meta_may_hold(meta, "category") for _, _, meta in distinct if meta):
-        keys = list(map(_LABEL_COLUMNS, rows))
-    elif len({(dataset, length) for dataset, length, _ in distinct}) == 1:  # one label: the common case
+    if any_meta_may_hold(metas, "category"):
+        keys = list(zip(map(_DATASET, rows), map(_LENGTH, rows), map(_META, rows)))
+    elif len(datasets) == len(lengths) == 1:  # one label: the common case
         return {(category_of(rows[0]), length_label(rows[0]["length"])): range(len(rows))}
     else:  # no meta names a category: (dataset, length) decide
-        keys = list(zip(*(map(itemgetter(key), rows) for key in ("dataset", "length"))))
+        keys = list(zip(map(_DATASET, rows), map(_LENGTH, rows)))
     label_of = {}
     for key, row in zip(keys, rows):
         if key not in label_of:
@@ -352,7 +352,6 @@ def _headline(rows: list[dict], result_at: list, count_missing: bool) -> list[tu
 
 
 _ID = itemgetter("id")
-_SCORE = attrgetter("score")
 _METRIC = itemgetter("metric")
 
 
@@ -388,8 +387,8 @@ def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
         unknown = sorted(predictions.keys() - by_id.keys())
         missing = sorted(by_id.keys() - predictions.keys())
     answered_at = [i for i, ident in enumerate(ids) if ident in predictions] if missing else range(len(ids))
-    result_at: list = [None] * len(rows)
-    scored: list[tuple[list[str], list[ScoreResult]]] = []  # (ids, results) per metric, in metric order
+    result_at: Sequence = [None] * len(rows)
+    scored: list[tuple[list[str], ScoreColumns]] = []  # (ids, results) per metric, in metric order
     metrics_out, groups_out = {}, {}
     may_leave_out = False  # whether any result can be marked left out or unscorable
     plan = [(name, positions, get_metric(name, **{**metric_options.get("*", {}), **metric_options.get(name, {})}))
@@ -404,25 +403,27 @@ def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
             results = metric.score_many([predictions[i]["prediction"] for i in scored_ids], exs)
             may_leave_out = may_leave_out or metric.may_leave_out
             metrics_out[name] = metric.aggregate(results, exs)
+            columns = ScoreColumns.of(results)  # what the engine reads: no result object per example
             if whole:
-                result_at = results
+                result_at = columns
             else:
                 for i, result in zip(positions, results):
                     result_at[i] = result
-            scored.append((scored_ids, results))
-            groups_out.update(_meta_groups(metric, exs, results))
+            scored.append((scored_ids, columns))
+            groups_out.update(_meta_groups(metric, exs, columns))
         count_missing = counts_missing(metric_options)
-        if not missing and not (may_leave_out and any(r.extra and (r.extra.get("left_out") or r.extra.get("unscorable"))
-                                                      for r in result_at)):
-            headline_examples, values, answered = rows, list(map(_SCORE, result_at)), None  # every row, as scored
-            kept = None if len(scored) == 1 else [r for _, results in scored for r in results]  # one metric: result_at
+        at = None if missing else ScoreColumns.of(result_at)  # every row scored: its results in row order
+        if at is not None and not (may_leave_out and any(e and (e.get("left_out") or e.get("unscorable"))
+                                                         for e in at.extras)):
+            headline_examples, values, answered = rows, at.scores, None  # every row, as scored
+            kept = None if len(scored) == 1 else [s for _, columns in scored for s in columns.scores]  # one: values
         else:
             headline = _headline(rows, result_at, count_missing)
             headline_examples = [row for row, _, _ in headline]
             values, answered = [score for _, score, _ in headline], [flag for _, _, flag in headline]
-            kept = [r for _, results in scored for r in results if not r.extra.get("left_out")]
+            kept = [s for _, columns in scored for s, e in zip(columns.scores, columns.extras) if not e.get("left_out")]
         answered_count = sum(len(results) for _, results in scored)
-        summary = uncertainty.summary(values)
+        headline_score, summary = mean(values), uncertainty.summary(values)
         by_category, by_length, by_category_length = _label_tables(_label_groups(headline_examples), values, answered,
                                                                    summary)
         result = {
@@ -430,10 +431,10 @@ def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
             "total": len(by_id),
             "answered": answered_count,
             **({"left_out": answered_count - len(kept)} if kept is not None and answered_count != len(kept) else {}),
-            "score": mean(values),
+            "score": headline_score,
             **summary,
             "missing_counted_as_wrong": count_missing,
-            "score_answered": mean(values) if kept is None else mean(map(_SCORE, kept)),
+            "score_answered": headline_score if kept is None else mean(kept),
             "metrics": metrics_out,
             "by_category": by_category,
             "by_length": by_length,
@@ -441,9 +442,10 @@ def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
             "groups": groups_out,
             "problems": {"unknown_ids": unknown, "missing_predictions": len(missing),
                          "missing_ids": missing[:100]},
-            "examples": [{"id": i, "score": r.score, "parsed": r.parsed, "extra": r.extra} if r.extra
-                         else {"id": i, "score": r.score, "parsed": r.parsed}
-                         for scored_ids, results in scored for i, r in zip(scored_ids, results)],
+            "examples": [{"id": i, "score": score, "parsed": parsed, "extra": extra} if extra
+                         else {"id": i, "score": score, "parsed": parsed}
+                         for scored_ids, columns in scored
+                         for i, score, parsed, extra in zip(scored_ids, columns.scores, columns.parsed, columns.extras)],
         }
         return result, zip(headline_examples, values, answered if answered is not None else repeat(True))
 
@@ -477,22 +479,23 @@ def _by_metric(rows: list[dict], positions) -> list[tuple[str, list[int]]]:
     return sorted(groups.items())
 
 
-def _meta_groups(metric, examples: list[dict], results: list[ScoreResult]) -> dict:
+def _meta_groups(metric, examples: list[dict], results: ScoreColumns) -> dict:
     """The metric's ``group_by`` tables over its answered examples (official skips excepted).
     Meta is read once per distinct meta text (a config's rows share a few), not per row and key."""
     if not metric.group_by:
         return {}
-    if metric.may_leave_out and any(r.extra and r.extra.get("left_out") for r in results):
-        kept = [(e, r) for e, r in zip(examples, results) if not (r.extra and r.extra.get("left_out"))]
+    scores = results.scores
+    if metric.may_leave_out and any(extra and extra.get("left_out") for extra in results.extras):
+        kept = [(e, score) for e, score, extra in zip(examples, scores, results.extras)
+                if not (extra and extra.get("left_out"))]
         if not kept:  # every answer left out (official skips): no table
             return {}
-        examples, results = zip(*kept)
+        examples, scores = zip(*kept)
     texts = [e.get("meta") for e in examples]
     try:
         metas = {text: meta_of({"meta": text}) for text in set(texts)}
     except TypeError:  # meta mappings (rows not read from a built dataset): each row's own
         metas, texts = None, [meta_of(e) for e in examples]
-    scores = [r.score for r in results]
     tables = {}
     for key in metric.group_by:
         if metas is None:

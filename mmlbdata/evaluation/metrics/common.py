@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import Callable
+from typing import Callable, Iterable
 
 from mmlbdata.evaluation.metrics.official import CRASHES, crash_text
 from mmlbdata.evaluation.metrics.registry import ScoreResult
@@ -36,6 +36,17 @@ def meta_may_hold(meta, key: str) -> bool:
     ``"key"`` nor a ``\\u`` escape appears cannot, so per-example metas need not be parsed to
     learn that they lack it."""
     return not isinstance(meta, str) or f'"{key}"' in meta or "\\u" in meta
+
+
+def any_meta_may_hold(metas: Iterable, key: str) -> bool:
+    """Whether any of ``metas`` (empty ones skipped) may have ``key`` (:func:`meta_may_hold`),
+    with one search through their texts joined: a config's per-example metas are thousands of short
+    texts. Neither searched string holds the newline that joins them, so no match spans two."""
+    try:
+        joined = "\n".join(filter(None, metas))
+    except TypeError:  # a meta that is not text (a mapping): it may
+        return True
+    return f'"{key}"' in joined or "\\u" in joined
 
 
 @lru_cache(maxsize=4096)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from itertools import repeat
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 
 from mmlbdata.evaluation import parse
 from mmlbdata.evaluation.metrics import official as off
 from mmlbdata.evaluation.metrics.common import meta_may_hold, meta_of
-from mmlbdata.evaluation.metrics.registry import Metric, ScoreResult, mean, register
+from mmlbdata.evaluation.metrics.registry import Metric, ScoreColumns, ScoreResult, mean, register
 
 Needles = list[tuple[int, ...]]
 
@@ -45,19 +45,17 @@ def _k(meta):
     return meta_of({"meta": meta}).get("k") if meta_may_hold(meta, "k") else None
 
 
-_ANSWERS_AND_META = itemgetter("answers", "meta")
-_SCORE = attrgetter("score")
-_EXTRA = attrgetter("extra")
+_ANSWERS, _META = itemgetter("answers"), itemgetter("meta")
 _PARTS = itemgetter("multi", "positive", "exist", "index", "exact")
 
 
 def _gold_and_meta_columns(examples) -> tuple[list[str], list]:
-    """Each example's gold text and ``meta``, read in one pass over the rows."""
+    """Each example's gold text and ``meta``: a column read at a time (no tuple per row)."""
     try:
-        columns = list(map(_ANSWERS_AND_META, examples))
+        answers, metas = list(map(_ANSWERS, examples)), list(map(_META, examples))
     except KeyError:  # rows without answers or meta
-        columns = [(example.get("answers"), example.get("meta")) for example in examples]
-    return [_gold_text(answers) for answers, _ in columns], [meta for _, meta in columns]
+        answers, metas = [example.get("answers") for example in examples], [example.get("meta") for example in examples]
+    return list(map(_gold_text, answers)), metas
 
 
 def _k_columns(metas: list) -> tuple:
@@ -79,13 +77,14 @@ def _k_columns(metas: list) -> tuple:
 _SHARED_PARTS = {id(b): _PARTS(b) for b in off.NEEDLE_BREAKDOWNS}
 
 
-def _outcomes(results) -> list[tuple[tuple, int]]:
-    """((multi, positive, exist, index, exact), how many results had it): counted by identity when
-    every breakdown is a shared one (the official rules), else by their parts."""
-    shared = Counter(map(id, map(_EXTRA, results)))
+def _outcomes(extras: list[dict]) -> list[tuple[tuple, int]]:
+    """((multi, positive, exist, index, exact), how many results had it) of the results'
+    breakdowns: counted by identity when every one is a shared one (the official rules), else by
+    their parts."""
+    shared = Counter(map(id, extras))
     if shared.keys() <= _SHARED_PARTS.keys():
         return [(_SHARED_PARTS[i], times) for i, times in shared.items()]
-    return list(Counter(map(_PARTS, map(_EXTRA, results))).items())
+    return list(Counter(map(_PARTS, extras)).items())
 
 
 def _says_multi(k) -> bool:
@@ -144,9 +143,10 @@ class MMNeedle(Metric):
         existence for negatives, each for single and multi needle separately. Every part is 0.0 or
         1.0, so each mean is worked out from how often each combination occurs (the same sums,
         exactly, as adding the parts one by one)."""
-        out = {"score": mean(map(_SCORE, results)), "n": len(results)}
+        columns = ScoreColumns.of(results)
+        out = {"score": mean(columns.scores), "n": len(results)}
         sums: dict[tuple[str, bool], list] = {}
-        for (multi, positive, exist, index, exact), times in _outcomes(results):
+        for (multi, positive, exist, index, exact), times in _outcomes(columns.extras):
             group = sums.setdefault(("multi" if multi else "single", positive), [0, 0.0, 0.0, 0.0])
             group[0] += times
             group[1] += exist * times

@@ -17,7 +17,7 @@ from math import isclose
 from typing import Callable, Iterable
 
 from mmlbdata.evaluation import parse
-from mmlbdata.evaluation.metrics.registry import ReadOnlyDict, ScoreResult
+from mmlbdata.evaluation.metrics.registry import ReadOnlyDict, ScoreColumns
 
 #: exceptions an official function may raise on hostile text (RecursionError: json's decoder on
 #: deeply nested brackets; MemoryError: Python's parser on some pathological literals)
@@ -453,17 +453,21 @@ def negative_gold(gold_index: list[str]) -> bool:
     return gold_index[0] in ("0", "-1")
 
 
-def needle_results(golds: list[str], several: Iterable[bool], ks: Iterable, predictions: Iterable[str]) -> list:
+def needle_results(golds: list[str], several: Iterable[bool], ks: Iterable, predictions: Iterable[str]) -> ScoreColumns:
     """evaluate.py's loop over its responses (one needle) and evaluate_multi.py's (several: a gold
     with "; ", or ``several`` from meta's k) as one pass over a config. What a one-needle gold
     decides (its index, negative or not, the text an exact answer equals) is kept per distinct
     gold; per example is the official loop's own work: clean the prediction, compare strings. Each
-    result's breakdown is the shared one of its outcome (``NEEDLE_BREAKDOWNS``)."""
-    results = []
-    append = results.append
+    result's breakdown is the shared one of its outcome (``NEEDLE_BREAKDOWNS``), and the results
+    are columns: a result object per example would cost a third of the official loop."""
+    scores: list[float] = []
+    parsed: list[str] = []
+    extras: list[dict] = []
+    add_score, add_parsed, add_extra = scores.append, parsed.append, extras.append
     single: dict[str, tuple] = {}
     for gold, says_multi, k, prediction in zip(golds, several, ks, predictions):
         prediction = prediction or ""
+        add_parsed(prediction)
         if not says_multi:
             try:
                 multi_gold, gold_index, negative, target = single[gold]
@@ -472,11 +476,13 @@ def needle_results(golds: list[str], several: Iterable[bool], ks: Iterable, pred
             if not multi_gold:  # evaluate.py: exact string equality; only the bare "-1" says "no needle"
                 cleaned = prediction.replace("\n", "").strip().strip(".").strip()  # _needle_clean, inline: per example
                 exact = target == cleaned
-                append(ScoreResult(_FLOAT[exact], prediction, _SINGLE[negative][negative == (cleaned == "-1")][
-                    gold_index == cleaned.split(", ", 1)[0]][exact]))
+                add_score(_FLOAT[exact])
+                add_extra(_SINGLE[negative][negative == (cleaned == "-1")][gold_index == cleaned.split(", ", 1)[0]][exact])
                 continue
-        append(_multi_needle_result(gold, prediction, k))
-    return results
+        score, extra = _multi_needle_outcome(gold, prediction, k)
+        add_score(score)
+        add_extra(extra)
+    return ScoreColumns(scores, parsed, extras)
 
 
 def _single_needle_gold(gold: str) -> tuple:
@@ -487,23 +493,23 @@ def _single_needle_gold(gold: str) -> tuple:
     return ";" in gold, index, negative, "-1" if negative else gold
 
 
-def _multi_needle_result(gold: str, prediction: str, k) -> ScoreResult:
-    """evaluate_multi.py: parts split on "; " and stripped; five spellings of "no needle" (K from
-    the gold, or ``k`` for a negative gold written as the bare ``-1``). Golds of several needles
-    rarely repeat, so nothing is kept per gold. A ``k`` the official expressions cannot use (meta's
-    "2", 2.0, a list) crashes them: 0.0, the exception in ``official_crash``."""
+def _multi_needle_outcome(gold: str, prediction: str, k) -> tuple[float, dict]:
+    """(score, breakdown) under evaluate_multi.py: parts split on "; " and stripped; five spellings
+    of "no needle" (K from the gold, or ``k`` for a negative gold written as the bare ``-1``). Golds
+    of several needles rarely repeat, so nothing is kept per gold. A ``k`` the official expressions
+    cannot use (meta's "2", 2.0, a list) crashes them: 0.0, the exception in ``official_crash``."""
     gold_indexes = [part.split(", ", 1)[0] for part in gold.split("; ")]
     negative = negative_gold(gold_indexes)
     try:
         spellings = no_needle_spellings(k if (negative and k) else len(gold_indexes))
         parts = [part.strip() for part in _needle_clean(prediction).split("; ")]
     except CRASHES as exc:  # noqa: B902 - the official run would stop here (a prediction that is no text too)
-        return ScoreResult(0.0, prediction, {"official_crash": crash_text(exc), "positive": not negative,
-                                             "exist": 0.0, "index": 0.0, "exact": 0.0, "multi": True})
+        return 0.0, {"official_crash": crash_text(exc), "positive": not negative,
+                     "exist": 0.0, "index": 0.0, "exact": 0.0, "multi": True}
     cleaned = "; ".join(parts)
     exact = ("-1" if negative else gold) == cleaned
-    return ScoreResult(_FLOAT[exact], prediction, _MULTI[negative][negative == (cleaned in spellings)][
-        gold_indexes == [part.split(", ", 1)[0] for part in parts]][exact])
+    return _FLOAT[exact], _MULTI[negative][negative == (cleaned in spellings)][
+        gold_indexes == [part.split(", ", 1)[0] for part in parts]][exact]
 
 
 _FLOAT = (0.0, 1.0)
