@@ -31,12 +31,14 @@ def parse_needles(text: str) -> Needles:
 def gold_of(example: dict) -> tuple[str, bool, object]:
     """(gold answer, multi-needle or not, ``meta["k"]``): several needles when the gold has a
     ``;`` or meta's ``k`` is over 1."""
-    gold, k = _gold_text(example.get("answers")), _k(example.get("meta"))
+    [gold], k = _gold_texts([example.get("answers")]), _k(example.get("meta"))
     return gold, ";" in gold or _says_multi(k), k
 
 
-def _gold_text(answers) -> str:
-    return answers if isinstance(answers, str) else str(answers[0]) if answers else "-1"
+def _gold_texts(answers_column: list) -> list[str]:
+    """The gold of each example's ``answers``: the text itself, or the first of a list ("-1" for none)."""
+    return [answers if isinstance(answers, str) else str(answers[0]) if answers else "-1"
+            for answers in answers_column]
 
 
 def _k(meta):
@@ -55,7 +57,7 @@ def _gold_and_meta_columns(examples) -> tuple[list[str], list]:
         answers, metas = list(map(_ANSWERS, examples)), list(map(_META, examples))
     except KeyError:  # rows without answers or meta
         answers, metas = [example.get("answers") for example in examples], [example.get("meta") for example in examples]
-    return list(map(_gold_text, answers)), metas
+    return _gold_texts(answers), metas
 
 
 def _k_columns(metas: list) -> tuple:

@@ -460,14 +460,12 @@ def needle_results(golds: list[str], several: Iterable[bool], ks: Iterable, pred
     gold; per example is the official loop's own work: clean the prediction, compare strings. Each
     result's breakdown is the shared one of its outcome (``NEEDLE_BREAKDOWNS``), and the results
     are columns: a result object per example would cost a third of the official loop."""
+    parsed = [prediction or "" for prediction in predictions]
     scores: list[float] = []
-    parsed: list[str] = []
     extras: list[dict] = []
-    add_score, add_parsed, add_extra = scores.append, parsed.append, extras.append
+    add_score, add_extra = scores.append, extras.append
     single: dict[str, tuple] = {}
-    for gold, says_multi, k, prediction in zip(golds, several, ks, predictions):
-        prediction = prediction or ""
-        add_parsed(prediction)
+    for gold, says_multi, k, prediction in zip(golds, several, ks, parsed):
         if not says_multi:
             try:
                 multi_gold, gold_index, negative, target = single[gold]
