@@ -61,7 +61,7 @@ for _blas in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_blas, "1")
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from benchmarks import official_code as oc
 from benchmarks import parity_pairs as pp
@@ -192,7 +192,7 @@ def official_items(pairs: Pairs) -> list[dict]:
     return [shape(o) for o in pairs.official]
 
 
-def our_metric(pairs: Pairs) -> list:
+def our_metric(pairs: Pairs) -> Sequence:
     from mmlbdata.evaluation.metrics import get_metric
 
     return get_metric(pairs.metric, parity="official").score_many(pairs.predictions, pairs.examples)

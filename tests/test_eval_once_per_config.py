@@ -418,13 +418,13 @@ def test_the_engine_reports_the_same_whether_a_metric_returns_columns_or_a_list(
     preds = {e["id"]: {"id": e["id"], "prediction": p or ""} for e, p in zip(examples, predictions)}
     preds.update({f"b{i}": {"id": f"b{i}", "prediction": "Yes" if i % 2 else "No"} for i in range(40)})
     options = {"*": {"parity": "official"}}
+    assert isinstance(get_metric("mmneedle", parity="official").score_many(["-1"], [rows[0]]), ScoreColumns)
+    original = MMNeedle.score_many
     for name, chosen in {"all": preds, "some missing": {k: v for n, (k, v) in enumerate(preds.items()) if n % 7}}.items():
         as_columns = evaluate_config([dict(r) for r in rows], chosen, options)
-        original = MMNeedle.score_many
         with monkeypatch.context() as patch:
             patch.setattr(MMNeedle, "score_many", lambda self, p, e: list(original(self, p, e)))
             as_list = evaluate_config([dict(r) for r in rows], chosen, options)
-        assert isinstance(get_metric("mmneedle", parity="official").score_many(["-1"], [rows[0]]), ScoreColumns)
         assert json.dumps(as_columns, sort_keys=True) == json.dumps(as_list, sort_keys=True), name
         assert as_columns["metrics"]["mmneedle"]["n"] == len(examples) or name != "all"
 
@@ -438,3 +438,9 @@ def test_any_meta_may_hold_answers_as_asking_each_meta():
              ['{"categ', 'ory"}'], ['x"', 'category"'], [5], ["x", 5], ['{"k": 1}'] * 3000 + ['{"category": "A"}']]
     for metas in cases:
         assert any_meta_may_hold(metas, "category") == any(meta_may_hold(m, "category") for m in metas if m), metas
+
+
+def test_mmneedle_columns_stop_at_the_shorter_of_predictions_and_examples():
+    """As every score_many does (a zip): one result per pair, never columns of different lengths."""
+    results = get_metric("mmneedle", parity="official").score_many(["-1", "x"], [{"answers": ["-1"]}])
+    assert len(results) == 1 and results[0].parsed == "-1" and results[0].score == 1.0

@@ -50,3 +50,15 @@ def test_the_bootstrap_interval_is_the_numpy_percentile_of_its_resampled_means(m
         got = bootstrap_interval(values)
         [(means, chosen)] = seen
         assert len(means) == uncertainty.BOOTSTRAP_ITERS and _same(got, np.percentile(means, chosen))
+
+
+def test_a_percent_outside_0_to_100_raises_as_numpy_does():
+    import pytest
+
+    for chosen in ([-1.0, 50.0], [101.0], [float("nan")]):
+        with pytest.raises(ValueError):
+            np.percentile([1.0, 2.0], chosen)
+        with pytest.raises(ValueError, match=r"range \[0, 100\]"):
+            linear_percentiles([1.0, 2.0], chosen)
+    with pytest.raises(ValueError):
+        bootstrap_interval([0.0, 1.0], level=1.5)

@@ -333,7 +333,7 @@ def counts_missing(metric_options: dict | None) -> bool:
     return parity_of((metric_options or {}).get("*", {})) != "official"
 
 
-def _headline(rows: list[dict], result_at: list, count_missing: bool) -> list[tuple[dict, float, bool]]:
+def _headline(rows: list[dict], result_at: Sequence, count_missing: bool) -> list[tuple[dict, float, bool]]:
     """(row, score, answered) for every row the headline averages, in config order, given each
     row's result (None: unanswered): the scored ones (official skips excepted), and the unanswered
     ones with 0 when ``count_missing``, but for a metric this run cannot score (a summary without
@@ -416,7 +416,8 @@ def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
         if at is not None and not (may_leave_out and any(e and (e.get("left_out") or e.get("unscorable"))
                                                          for e in at.extras)):
             headline_examples, values, answered = rows, at.scores, None  # every row, as scored
-            kept = None if len(scored) == 1 else [s for _, columns in scored for s in columns.scores]  # one: values
+            # one metric: the answered scores are the headline's values
+            kept = None if len(scored) == 1 else [s for _, columns in scored for s in columns.scores]
         else:
             headline = _headline(rows, result_at, count_missing)
             headline_examples = [row for row, _, _ in headline]

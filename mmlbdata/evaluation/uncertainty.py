@@ -59,14 +59,18 @@ def bootstrap_interval(values: Sequence[float], iters: int = BOOTSTRAP_ITERS, le
 
 
 def linear_percentiles(values, percents: Sequence[float]) -> list[float]:
-    """``numpy.percentile(values, percents)`` (its default, linear method) as floats, from one sort:
-    numpy's own function makes some 80 Python calls for what is a sort and two interpolations,
-    more than the resampling itself costs in a report of a few thousand scores. Every step is
-    numpy's (the virtual index, its floor, and ``_lerp``'s two sides of 0.5), so the digits are
-    numpy's; a NaN anywhere gives NaN, as numpy's does. ``tests/test_eval_uncertainty.py`` checks
-    both against numpy."""
+    """``numpy.percentile(values, percents)`` (its default, linear method) of float64 values, as
+    floats, from one sort: numpy's own function makes some 80 Python calls for what is a sort and
+    two interpolations, more than the resampling itself costs in a report of a few thousand scores.
+    Every step is numpy's (the virtual index, its floor, and ``_lerp``'s two sides of 0.5), so the
+    digits are numpy's, but for the sign of a zero result among mixed -0.0 and 0.0 (numpy
+    partitions, this sorts; bootstrap means of scores >= 0 are never -0.0). A NaN anywhere gives
+    NaN, and a percent outside [0, 100] raises, as numpy's do. ``tests/test_eval_uncertainty.py``
+    checks both against numpy."""
     import numpy as np
 
+    if not all(0 <= percent <= 100 for percent in percents):
+        raise ValueError(f"percentiles must be in the range [0, 100], not {list(percents)}")
     ordered = np.sort(np.asarray(values, dtype=float).ravel()).tolist()
     n = len(ordered)
     if n and ordered[-1] != ordered[-1]:  # NaNs sort last

@@ -31,7 +31,7 @@ def parse_needles(text: str) -> Needles:
 def gold_of(example: dict) -> tuple[str, bool, object]:
     """(gold answer, multi-needle or not, ``meta["k"]``): several needles when the gold has a
     ``;`` or meta's ``k`` is over 1."""
-    [gold], k = _gold_texts([example.get("answers")]), _k(example.get("meta"))
+    gold, k = _gold_texts([example.get("answers")])[0], _k(example.get("meta"))
     return gold, ";" in gold or _says_multi(k), k
 
 

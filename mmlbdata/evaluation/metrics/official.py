@@ -480,6 +480,7 @@ def needle_results(golds: list[str], several: Iterable[bool], ks: Iterable, pred
         score, extra = _multi_needle_outcome(gold, prediction, k)
         add_score(score)
         add_extra(extra)
+    del parsed[len(scores):]  # more predictions than golds: zip stops at the shorter, as score_many does
     return ScoreColumns(scores, parsed, extras)
 
 

@@ -1,8 +1,8 @@
 """Metric registry: the ``metric`` column of every example names one entry here.
 
 lm-evaluation-harness style: ``@register("name")`` on a :class:`Metric` subclass. A metric
-scores one prediction against one example (``score``), may batch (``score_many``, used by the
-judge-backed metrics for concurrency) and turns per-example results into aggregates
+scores one prediction against one example (``score``), may batch (``score_many``: concurrency
+for the judge-backed metrics, work done once per config, results as :class:`ScoreColumns`) and turns per-example results into aggregates
 (``aggregate``; the default is the mean score, some benchmarks need corpus-level formulas).
 
 This module imports no metric family (they import it): the package ``__init__`` imports
@@ -41,7 +41,7 @@ class ScoreColumns(SequenceABC):
     (so changing one of those changes nothing here: change the columns), and it equals a list of
     the same results."""
 
-    __slots__ = ("scores", "parsed", "extras")
+    __slots__ = ("extras", "parsed", "scores")
     __hash__ = None  # mutable, as a list of results is
 
     def __init__(self, scores: list[float], parsed: list, extras: list[dict]) -> None:
@@ -51,7 +51,7 @@ class ScoreColumns(SequenceABC):
         self.scores, self.parsed, self.extras = scores, parsed, extras
 
     @classmethod
-    def of(cls, results: Sequence[ScoreResult]) -> "ScoreColumns":
+    def of(cls, results: Sequence[ScoreResult]) -> ScoreColumns:
         """``results`` as columns (themselves when they already are)."""
         if isinstance(results, cls):
             return results
