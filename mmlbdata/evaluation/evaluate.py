@@ -252,14 +252,17 @@ def _label_groups(rows: list[dict]) -> dict[tuple[str, str], Sequence[int]]:
     """{(category, length label): positions in ``rows``}, in first-seen order. The labels are
     worked out once per distinct (dataset, length, meta that names a category): a config has one
     or a few of them, and a meta text without the word "category" cannot name one, so the
-    per-example metas (MMNeedle's, MM-NIAH's) are never parsed here."""
+    per-example metas (MMNeedle's, MM-NIAH's) are never parsed here, only searched, joined."""
     try:  # a column at a time: no tuple per row
-        datasets, lengths, metas = set(map(_DATASET, rows)), set(map(_LENGTH, rows)), set(map(_META, rows))
+        return _labels_by_columns(rows)
     except (KeyError, TypeError):  # rows without a column, or meta mappings (not read from a built dataset)
         return _group_positions([(category_of(r), length_label(r.get("length"))) for r in rows])
-    if any_meta_may_hold(metas, "category"):
+
+
+def _labels_by_columns(rows: list[dict]) -> dict[tuple[str, str], Sequence[int]]:
+    if any_meta_may_hold(map(_META, rows), "category"):
         keys = list(zip(map(_DATASET, rows), map(_LENGTH, rows), map(_META, rows)))
-    elif len(datasets) == len(lengths) == 1:  # one label: the common case
+    elif len(set(map(_DATASET, rows))) == len(set(map(_LENGTH, rows))) == 1:  # one label: the common case
         return {(category_of(rows[0]), length_label(rows[0]["length"])): range(len(rows))}
     else:  # no meta names a category: (dataset, length) decide
         keys = list(zip(map(_DATASET, rows), map(_LENGTH, rows)))
