@@ -388,7 +388,8 @@ def test_score_columns_are_a_sequence_of_the_results_they_hold():
     results = [ScoreResult(1.0, "a", {"x": 1}), ScoreResult(0.0, None, shared), ScoreResult(0.5, "c")]
     columns = ScoreColumns.of(results)
     assert ScoreColumns.of(columns) is columns
-    assert (columns.scores, columns.parsed, columns.extras) == ([1.0, 0.0, 0.5], ["a", None, "c"], [{"x": 1}, shared, {}])
+    assert columns.scores == [1.0, 0.0, 0.5] and columns.parsed == ["a", None, "c"]
+    assert columns.extras == [{"x": 1}, shared, {}]
     assert len(columns) == 3 and columns[1] == results[1] and columns[-1] == results[-1]
     assert list(columns) == results and columns == results and results == columns and columns != results[:2]
     assert columns[1:] == results[1:] and isinstance(columns[1:], ScoreColumns)
@@ -420,7 +421,8 @@ def test_the_engine_reports_the_same_whether_a_metric_returns_columns_or_a_list(
     options = {"*": {"parity": "official"}}
     assert isinstance(get_metric("mmneedle", parity="official").score_many(["-1"], [rows[0]]), ScoreColumns)
     original = MMNeedle.score_many
-    for name, chosen in {"all": preds, "some missing": {k: v for n, (k, v) in enumerate(preds.items()) if n % 7}}.items():
+    some = {k: v for n, (k, v) in enumerate(preds.items()) if n % 7}
+    for name, chosen in {"all": preds, "some missing": some}.items():
         as_columns = evaluate_config([dict(r) for r in rows], chosen, options)
         with monkeypatch.context() as patch:
             patch.setattr(MMNeedle, "score_many", lambda self, p, e: list(original(self, p, e)))

@@ -260,6 +260,8 @@ def _label_groups(rows: list[dict]) -> dict[tuple[str, str], Sequence[int]]:
 
 
 def _labels_by_columns(rows: list[dict]) -> dict[tuple[str, str], Sequence[int]]:
+    """:func:`_label_groups` reading the rows a column at a time (KeyError: a column is missing;
+    TypeError: a meta or label that cannot be a key)."""
     if any_meta_may_hold(map(_META, rows), "category"):
         keys = list(zip(map(_DATASET, rows), map(_LENGTH, rows), map(_META, rows)))
     elif len(set(map(_DATASET, rows))) == len(set(map(_LENGTH, rows))) == 1:  # one label: the common case
@@ -448,8 +450,8 @@ def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
                          "missing_ids": missing[:100]},
             "examples": [{"id": i, "score": score, "parsed": parsed, "extra": extra} if extra
                          else {"id": i, "score": score, "parsed": parsed}
-                         for scored_ids, columns in scored
-                         for i, score, parsed, extra in zip(scored_ids, columns.scores, columns.parsed, columns.extras)],
+                         for scored_ids, c in scored
+                         for i, score, parsed, extra in zip(scored_ids, c.scores, c.parsed, c.extras)],
         }
         return result, zip(headline_examples, values, answered if answered is not None else repeat(True))
 

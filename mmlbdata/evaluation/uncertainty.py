@@ -79,7 +79,7 @@ def linear_percentiles(values, percents: Sequence[float]) -> list[float]:
     for percent in percents:  # numpy's _quantile and _lerp, one quantile at a time
         q = percent / 100
         virtual = (n - 1) * q  # the linear method's virtual index
-        if not virtual < n - 1:  # at or past the last value (or NaN): both neighbours the last
+        if virtual >= n - 1:  # at or past the last value: both neighbours the last
             below = above = -1
         elif virtual < 0:
             below = above = 0

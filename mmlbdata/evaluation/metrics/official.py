@@ -475,7 +475,8 @@ def needle_results(golds: list[str], several: Iterable[bool], ks: Iterable, pred
                 cleaned = prediction.replace("\n", "").strip().strip(".").strip()  # _needle_clean, inline: per example
                 exact = target == cleaned
                 add_score(_FLOAT[exact])
-                add_extra(_SINGLE[negative][negative == (cleaned == "-1")][gold_index == cleaned.split(", ", 1)[0]][exact])
+                index = gold_index == cleaned.split(", ", 1)[0]
+                add_extra(_SINGLE[negative][negative == (cleaned == "-1")][index][exact])
                 continue
         score, extra = _multi_needle_outcome(gold, prediction, k)
         add_score(score)

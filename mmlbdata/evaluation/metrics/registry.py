@@ -2,8 +2,9 @@
 
 lm-evaluation-harness style: ``@register("name")`` on a :class:`Metric` subclass. A metric
 scores one prediction against one example (``score``), may batch (``score_many``: concurrency
-for the judge-backed metrics, work done once per config, results as :class:`ScoreColumns`) and turns per-example results into aggregates
-(``aggregate``; the default is the mean score, some benchmarks need corpus-level formulas).
+for the judge-backed metrics, work done once per config, results as :class:`ScoreColumns`) and
+turns per-example results into aggregates (``aggregate``; the default is the mean score, some
+benchmarks need corpus-level formulas).
 
 This module imports no metric family (they import it): the package ``__init__`` imports
 :mod:`.families` right after it, so the table is complete before any lookup (this module can only
