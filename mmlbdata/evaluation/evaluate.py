@@ -383,14 +383,16 @@ def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
 
         metric_options["*"] = {**metric_options.get("*", {}), "protocol": get_protocol(protocol).name}
     ids = list(map(str, map(_ID, examples)))
-    by_id = dict(zip(ids, examples))
-    rows = examples if len(by_id) == len(ids) else list(by_id.values())  # an id twice: one row, as a dict keeps it
-    ids = ids if rows is examples else list(by_id)
-    if predictions.keys() == by_id.keys():  # one pass: the common case, a prediction for every example
+    known = set(ids)
+    rows = examples
+    if len(known) != len(ids):  # an id twice: one row, as a dict keeps it
+        by_id = dict(zip(ids, examples))
+        rows, ids = list(by_id.values()), list(by_id)
+    if predictions.keys() == known:  # one pass: the common case, a prediction for every example
         unknown, missing = [], []
     else:
-        unknown = sorted(predictions.keys() - by_id.keys())
-        missing = sorted(by_id.keys() - predictions.keys())
+        unknown = sorted(predictions.keys() - known)
+        missing = sorted(known - predictions.keys())
     answered_at = [i for i, ident in enumerate(ids) if ident in predictions] if missing else range(len(ids))
     result_at: Sequence = [None] * len(rows)
     scored: list[tuple[list[str], ScoreColumns]] = []  # (ids, results) per metric, in metric order
@@ -434,7 +436,7 @@ def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
                                                                    summary)
         result = {
             "n": len(values),
-            "total": len(by_id),
+            "total": len(known),
             "answered": answered_count,
             **({"left_out": answered_count - len(kept)} if kept is not None and answered_count != len(kept) else {}),
             "score": headline_score,
