@@ -430,7 +430,7 @@ def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
             headline_examples = [row for row, _, _ in headline]
             values, answered = [score for _, score, _ in headline], [flag for _, _, flag in headline]
             kept = [s for _, columns in scored for s, e in zip(columns.scores, columns.extras) if not e.get("left_out")]
-        answered_count = sum(len(results) for _, results in scored)
+        answered_count = sum(len(columns) for _, columns in scored)
         headline_score, summary = mean(values), uncertainty.summary(values)
         by_category, by_length, by_category_length = _label_tables(_label_groups(headline_examples), values, answered,
                                                                    summary)
@@ -460,12 +460,13 @@ def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
 
 @contextmanager
 def _collector_paused(metrics: list):
-    """CPython's cycle collector paused while a config is scored. The per-example records
-    (results, report rows) hold no reference cycles, yet each 700 of them built start a collection
-    that walks the ones built before: 10% of scoring a 3,000-example MMNeedle config
-    (``benchmarks/bench_vs_official.py``). Left on where one of the config's metrics calls a
-    model (``Metric.calls_out``: an LLM judge or extractor, its HTTP client's garbage for
-    minutes); a collector already off stays off."""
+    """CPython's cycle collector paused while a config is scored. The per-example records (a
+    metric's result objects, the report rows) hold no reference cycles, yet each 700 of them built
+    start a collection that walks the ones built before: 10% of scoring a 3,000-example MMNeedle
+    config (``benchmarks/bench_vs_official.py``). Paused, the records still alive are walked once,
+    when the collector is back on. Left on where one of the config's metrics calls a model
+    (``Metric.calls_out``: an LLM judge or extractor, its HTTP client's garbage for minutes); a
+    collector already off stays off."""
     if any(metric.calls_out for metric in metrics) or not gc.isenabled():
         yield
         return
