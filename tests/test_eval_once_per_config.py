@@ -157,7 +157,7 @@ def test_a_config_whose_answers_are_all_left_out_has_no_group_tables():
 
 # --- MMNeedle's batch path: facts per gold, shared breakdowns (issue 36) ------------------------
 
-_NEEDLE_GOLDS = ["2, 1, 3", "0, 1, 1", "-1", "10, 4, 4", "0, 1, 1; 0, 2, 2", "-1; -1", "1, 1, 1; 2, 2, 2",
+_NEEDLE_GOLDS = ["2, 1, 3", "0, 1, 1", "-1", "10, 4, 4", "2,, 1, 3", "4,2,2", "0, 1, 1; 0, 2, 2", "-1; -1", "1, 1, 1; 2, 2, 2",
                  "3, 2, 2; 5, 1, 1; 7, 3, 3"]
 #: k as meta spells it: ints, and the JSON values the official expressions treat differently
 #: (2.0 == 2 but "-1" * 2.0 raises; true is 1; "2" raises; a list raises), escaped, absent, mappings
@@ -165,7 +165,9 @@ _NEEDLE_METAS = ["{}", '{"k": 1}', '{"k": 2}', '{"k": 2.0}', '{"k": true}', '{"k
                  '{"\\u006b": 3}', '{"k": 100}', None, {"k": 2}, {"k": 2.0}, '{"depth": 3}']
 _NEEDLE_PREDICTIONS = ["2, 1, 3.\n", "-1", " -1 .", "-1; -1", "-1, -1", "-1-1", "-1, -1, -1; -1, -1, -1",
                        "1, 1, 1;2, 2, 2", "1, 1, 1; 2, 2, 2", "3, 2, 2; 5, 1, 1; 7, 3, 3", "10, 4, 4",
-                       "2, 1", "0", "", None, "Answer: 2, 1, 3", "\n-1\n."]
+                       "2, 1", "0", "", None, "Answer: 2, 1, 3", "\n-1\n.",
+                       # an index that only begins the answer's, or is followed by no ", "
+                       "2", "21, 1, 3", "2,1, 3", "2,, 1", "2,, 3", "4,2,2, 5", "0, 5, 5", "-1, 1"]
 
 
 def _needle_cases():

@@ -456,27 +456,31 @@ def negative_gold(gold_index: list[str]) -> bool:
 def needle_results(golds: list[str], several: Iterable[bool], ks: Iterable, predictions: Iterable[str]) -> ScoreColumns:
     """evaluate.py's loop over its responses (one needle) and evaluate_multi.py's (several: a gold
     with "; ", or ``several`` from meta's k) as one pass over a config. What a one-needle gold
-    decides (its index, negative or not, the text an exact answer equals) is kept per distinct
-    gold; per example is the official loop's own work: clean the prediction, compare strings. Each
-    result's breakdown is the shared one of its outcome (``NEEDLE_BREAKDOWNS``), and the results
-    are columns: a result object per example would cost a third of the official loop."""
+    decides (``_single_needle_rule``: its index, the text an exact answer equals, the breakdowns it
+    can give) is kept per distinct gold; per example is the official loop's own work: clean the
+    prediction, compare strings. Each result's breakdown is the shared one of its outcome
+    (``NEEDLE_BREAKDOWNS``), and the results are columns: a result object per example would cost a
+    third of the official loop."""
     parsed = [prediction or "" for prediction in predictions]
     scores: list[float] = []
     extras: list[dict] = []
     add_score, add_extra = scores.append, extras.append
-    single: dict[str, tuple] = {}
+    single: dict[str, tuple | None] = {}
     for gold, says_multi, k, prediction in zip(golds, several, ks, parsed):
         if not says_multi:
             try:
-                multi_gold, gold_index, negative, target = single[gold]
+                rule = single[gold]
             except KeyError:
-                multi_gold, gold_index, negative, target = single[gold] = _single_needle_gold(gold)
-            if not multi_gold:  # evaluate.py: exact string equality; only the bare "-1" says "no needle"
+                rule = single[gold] = _single_needle_rule(gold)
+            if rule is not None:  # evaluate.py: exact string equality; only the bare "-1" says "no needle"
+                target, index, index_then_more, if_exact, if_not = rule
                 cleaned = prediction.replace("\n", "").strip().strip(".").strip()  # _needle_clean, inline: per example
-                exact = target == cleaned
-                add_score(_FLOAT[exact])
-                index = gold_index == cleaned.split(", ", 1)[0]
-                add_extra(_SINGLE[negative][negative == (cleaned == "-1")][index][exact])
+                if cleaned == target:
+                    add_score(1.0)
+                    add_extra(if_exact)
+                else:
+                    add_score(0.0)
+                    add_extra(if_not[cleaned == "-1"][cleaned == index or cleaned.startswith(index_then_more)])
                 continue
         score, extra = _multi_needle_outcome(gold, prediction, k)
         add_score(score)
@@ -485,12 +489,24 @@ def needle_results(golds: list[str], several: Iterable[bool], ks: Iterable, pred
     return ScoreColumns(scores, parsed, extras)
 
 
-def _single_needle_gold(gold: str) -> tuple:
-    """(several needles, index, negative, the text an exact answer equals) of a gold under
-    evaluate.py: the index before the first ", "; 0 (or -1) marks a negative sample."""
+def _single_needle_rule(gold: str) -> tuple | None:
+    """What evaluate.py decides from a one-needle gold, once per distinct gold (None: a gold of
+    several needles): (the text an exact answer equals, the gold's index, that index followed by
+    ", ", the breakdown of an exact answer, the breakdowns of another answer by [it is the bare
+    "-1"][its index matches]). The index is the text before the first ", " (L47, L51-53): as the
+    gold's index holds no ", ", an answer's matches exactly when the answer is that index or
+    starts with it and ", ", which needs no split of the answer. 0 (or -1) marks a negative gold,
+    whose exact answer is "-1" (L49)."""
+    if ";" in gold:
+        return None
     index = gold.split(", ", 1)[0]
     negative = negative_gold([index])
-    return ";" in gold, index, negative, "-1" if negative else gold
+    target = "-1" if negative else gold
+    outcomes = _SINGLE[negative]  # [exist][index][exact]; exist: the answer says "-1" as a negative gold does
+    if_exact = outcomes[negative == (target == "-1")][index == target.split(", ", 1)[0]][True]
+    if_not = tuple((outcomes[negative == says_none][False][False], outcomes[negative == says_none][True][False])
+                   for says_none in (False, True))
+    return target, index, index + ", ", if_exact, if_not
 
 
 def _multi_needle_outcome(gold: str, prediction: str, k) -> tuple[float, dict]:
