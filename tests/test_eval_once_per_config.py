@@ -448,3 +448,18 @@ def test_mmneedle_columns_stop_at_the_shorter_of_predictions_and_examples():
     """As every score_many does (a zip): one result per pair, never columns of different lengths."""
     results = get_metric("mmneedle", parity="official").score_many(["-1", "x"], [{"answers": ["-1"]}])
     assert len(results) == 1 and results[0].parsed == "-1" and results[0].score == 1.0
+
+
+def test_ids_that_are_not_text_are_matched_and_reported_as_text():
+    """A built dataset's ids are text, and the engine then keeps them as they are; ids given as
+    numbers (rows made by hand) are matched to the predictions file's text ids, and reported as text."""
+    rows = [{"id": i, "dataset": "vh_single", "length": 8192, "metric": "binary_acc", "answers": ["Yes"], "meta": "{}"}
+            for i in range(4)]
+    predictions = {str(i): {"prediction": "yes" if i % 2 else "no"} for i in range(4)}
+    report = evaluate_config(rows, predictions)
+    assert [e["id"] for e in report["examples"]] == ["0", "1", "2", "3"]
+    assert all(type(e["id"]) is str for e in report["examples"])
+    assert (report["answered"], report["problems"]["unknown_ids"], report["score"]) == (4, [], 0.5)
+    mixed = rows[:2] + [{**rows[2], "id": "2"}]  # one text id among numbers: all reported as text
+    report = evaluate_config(mixed, predictions)
+    assert [e["id"] for e in report["examples"]] == ["0", "1", "2"] and report["problems"]["unknown_ids"] == ["3"]

@@ -382,7 +382,11 @@ def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
         from mmlbdata.official.protocol import get as get_protocol
 
         metric_options["*"] = {**metric_options.get("*", {}), "protocol": get_protocol(protocol).name}
-    ids = list(map(str, map(_ID, examples)))
+    ids = list(map(_ID, examples))
+    try:
+        "".join(ids)  # every id is text, as a built dataset's are: no str() per example
+    except TypeError:
+        ids = list(map(str, ids))
     known = set(ids)
     rows = examples
     if len(known) != len(ids):  # an id twice: one row, as a dict keeps it
