@@ -264,7 +264,7 @@ def _labels_by_columns(rows: list[dict]) -> dict[tuple[str, str], Sequence[int]]
     TypeError: a meta or label that cannot be a key)."""
     if any_meta_may_hold(map(_META, rows), "category"):
         keys = list(zip(map(_DATASET, rows), map(_LENGTH, rows), map(_META, rows)))
-    elif len(set(map(_DATASET, rows))) == len(set(map(_LENGTH, rows))) == 1:  # one label: the common case
+    elif _one_value(list(map(_DATASET, rows))) and _one_value(list(map(_LENGTH, rows))):  # one label: the common case
         return {(category_of(rows[0]), length_label(rows[0]["length"])): range(len(rows))}
     else:  # no meta names a category: (dataset, length) decide
         keys = list(zip(map(_DATASET, rows), map(_LENGTH, rows)))
@@ -273,6 +273,12 @@ def _labels_by_columns(rows: list[dict]) -> dict[tuple[str, str], Sequence[int]]
         if key not in label_of:
             label_of[key] = (category_of(row), length_label(row["length"]))
     return _group_positions([label_of[key] for key in keys])
+
+
+def _one_value(column: list) -> bool:
+    """Whether ``column`` holds one value, however often (a config's dataset, length and metric
+    columns do): one count of the first value, with no set of them built."""
+    return bool(column) and column.count(column[0]) == len(column)
 
 
 def _group_positions(labels: list) -> dict:
@@ -484,7 +490,7 @@ def _collector_paused(metrics: list):
 def _by_metric(rows: list[dict], positions) -> list[tuple[str, list[int]]]:
     """(metric name, positions of the rows it scores), by name; a config has one metric or a few."""
     names = [rows[i]["metric"] for i in positions] if isinstance(positions, list) else list(map(_METRIC, rows))
-    if len(set(names)) == 1:
+    if _one_value(names):
         return [(names[0], positions)]
     groups: dict[str, list[int]] = {}
     for name, i in zip(names, positions):
