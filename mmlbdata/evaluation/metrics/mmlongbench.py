@@ -9,7 +9,7 @@ base of ``summ.SummJudge``).
 from __future__ import annotations
 
 import re
-from functools import cached_property
+from functools import cached_property, lru_cache
 from math import isclose
 
 from mmlbdata.evaluation import parse
@@ -407,6 +407,32 @@ def judged_result(reply, case: dict, official: bool) -> ScoreResult:
     return ScoreResult(dj.clamp_score(value), case["parsed"], extra)
 
 
+#: distinct words whose stems ROUGE-L's tokenizer keeps (some 14 MB at most)
+STEMS_KEPT = 1 << 16
+
+
+def _stems_remembered():
+    """rouge-score's own tokenizer with stemming (``use_stemmer=True``), remembering each word's
+    Porter stem. rouge-score stems every word of more than 3 letters, each time it meets it, and
+    the stemmer is four fifths of scoring a summary; a stem depends on the word alone, so the
+    tokens, and every score, are the same (``tests/test_eval_parity.py``)."""
+    from rouge_score import tokenizers
+
+    class StemsRemembered(tokenizers.DefaultTokenizer):
+        def __init__(self):
+            super().__init__(use_stemmer=True)
+            self._stemmer = _RememberedStems(self._stemmer)
+
+    return StemsRemembered()
+
+
+class _RememberedStems:
+    """A stemmer's ``stem``, remembered per word (the last ``STEMS_KEPT`` distinct words)."""
+
+    def __init__(self, stemmer):
+        self.stem = lru_cache(maxsize=STEMS_KEPT)(stemmer.stem)
+
+
 @register("rouge_l")
 class RougeL(MMLongBenchMetric):
     """ROUGE-L F1 (stemmed, ``rouge-score``), max over golds; ROUGE-Lsum kept in extra."""
@@ -420,7 +446,7 @@ class RougeL(MMLongBenchMetric):
 
             rouge_scorer = require("rouge_score.rouge_scorer", "eval", "the rouge_l metric")
 
-            RougeL._scorer = rouge_scorer.RougeScorer(["rougeL", "rougeLsum"], use_stemmer=True)
+            RougeL._scorer = rouge_scorer.RougeScorer(["rougeL", "rougeLsum"], tokenizer=_stems_remembered())
         answers = golds(example) or [""]
         if self.official:
             both = off.rouge(text, answers, RougeL._scorer, self.system_template, self.first_line)
