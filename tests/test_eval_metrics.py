@@ -53,6 +53,33 @@ def test_last_json_object_and_as_list():
     assert parse.as_list("[broken") == ["[broken"] and parse.as_list("plain") == ["plain"]
 
 
+def _edit_distance_table(a: str, b: str) -> int:
+    """The textbook edit-distance table, row by row: the reference the bit-vector method must equal."""
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        previous = current
+    return previous[-1]
+
+
+def test_levenshtein_equals_the_edit_distance_table():
+    """Hand cases (kitten/sitting 3, flaw/lawn 2, an emoji, empty sides) and random strings over small
+    and large alphabets, one side up to 150 characters (wider than a machine word), both orders."""
+    import random
+
+    assert parse.levenshtein("kitten", "sitting") == 3 and parse.levenshtein("flaw", "lawn") == 2
+    assert parse.levenshtein("", "abc") == parse.levenshtein("abc", "") == 3 and parse.levenshtein("", "") == 0
+    assert parse.levenshtein("caf\u00e9 \U0001f600", "cafe \U0001f600!") == 2
+    rnd = random.Random(36)
+    for trial in range(4000):
+        alphabet = rnd.choice(["ab", "abc", "abcdefghij", "a\u00e9\U0001f600 b"])
+        longest = 150 if trial % 40 == 0 else 12
+        a, b = ("".join(rnd.choice(alphabet) for _ in range(rnd.randrange(longest))) for _ in range(2))
+        assert parse.levenshtein(a, b) == parse.levenshtein(b, a) == _edit_distance_table(a, b), (a, b)
+
+
 def test_anls_threshold():
     assert parse.anls("abcd", "abcx") == 0.75
     assert parse.anls("abcd", "abxy") == 0.0  # 0.5 is not above the threshold
