@@ -157,6 +157,9 @@ def test_a_config_whose_answers_are_all_left_out_has_no_group_tables():
 
 # --- MMNeedle's batch path: facts per gold, shared breakdowns (issue 36) ------------------------
 
+#: "2,, 1, 3": an index ending in ","; "4,2,2" is this project's reading, not the official line:
+#: evaluate.py L47 unpacks ``gt.split(', ')`` into three and would raise on it; the index here is the
+#: text before the first ", "
 _NEEDLE_GOLDS = ["2, 1, 3", "0, 1, 1", "-1", "10, 4, 4", "2,, 1, 3", "4,2,2", "0, 1, 1; 0, 2, 2", "-1; -1", "1, 1, 1; 2, 2, 2",
                  "3, 2, 2; 5, 1, 1; 7, 3, 3"]
 #: k as meta spells it: ints, and the JSON values the official expressions treat differently
@@ -463,3 +466,12 @@ def test_ids_that_are_not_text_are_matched_and_reported_as_text():
     mixed = rows[:2] + [{**rows[2], "id": "2"}]  # one text id among numbers: all reported as text
     report = evaluate_config(mixed, predictions)
     assert [e["id"] for e in report["examples"]] == ["0", "1", "2"] and report["problems"]["unknown_ids"] == ["3"]
+
+    class Label(str):  # text of another type (numpy.str_ is one): its str(), as plain text
+        def __str__(self):
+            return self.upper()
+
+    labelled = [{**row, "id": Label(f"r{i}")} for i, row in enumerate(rows)]
+    report = evaluate_config(labelled, {f"R{i}": {"prediction": "yes"} for i in range(4)})
+    assert [e["id"] for e in report["examples"]] == ["R0", "R1", "R2", "R3"]
+    assert {type(e["id"]) for e in report["examples"]} == {str} and report["answered"] == 4

@@ -255,7 +255,8 @@ def _label_groups(rows: list[dict]) -> dict[tuple[str, str], Sequence[int]]:
     per-example metas (MMNeedle's, MM-NIAH's) are never parsed here, only searched, joined."""
     try:  # a column at a time: no tuple per row
         return _labels_by_columns(rows)
-    except (KeyError, TypeError):  # rows without a column, or meta mappings (not read from a built dataset)
+    except (KeyError, TypeError, ValueError):  # rows without a column, meta mappings (not read from a built
+        # dataset), or values that cannot be compared as one (arrays)
         return _group_positions([(category_of(r), length_label(r.get("length"))) for r in rows])
 
 
@@ -389,9 +390,7 @@ def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
 
         metric_options["*"] = {**metric_options.get("*", {}), "protocol": get_protocol(protocol).name}
     ids = list(map(_ID, examples))
-    try:
-        "".join(ids)  # every id is text, as a built dataset's are: no str() per example
-    except TypeError:
+    if set(map(type, ids)) != {str}:  # ids that are not all plain text, as a built dataset's are: str() each
         ids = list(map(str, ids))
     known = set(ids)
     rows = examples

@@ -85,11 +85,12 @@ def token_f1(prediction: str, gold: str) -> tuple[float, float, float]:
 
 
 def levenshtein(a: str, b: str) -> int:
-    """Edit distance (insert, delete, substitute: 1 each), by Myers' bit-vector method in Hyyrö's
-    form for whole strings: one column of the edit-distance table is held as two bit masks (where a
-    cell is one more / one less than the cell above it), so each character of the longer string
-    costs a dozen integer operations, not a pass over the shorter one: 4x faster than the table,
-    row by row, at 10 characters, 20x at 60. Python's integers are as wide as the shorter string."""
+    """Edit distance of two texts (insert, delete, substitute: 1 each), by Myers' bit-vector method
+    in Hyyrö's form for whole strings: one column of the edit-distance table is held as two bit
+    masks (where a cell is one more / one less than the cell above it), so each character of the
+    longer text costs a dozen integer operations, not a pass over the shorter one: 4x faster than
+    the table, row by row, at 10 characters, about 15x at 60. Python's integers are as wide as the
+    shorter text."""
     if len(a) > len(b):
         a, b = b, a
     if not a:

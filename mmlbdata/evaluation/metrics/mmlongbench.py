@@ -407,30 +407,37 @@ def judged_result(reply, case: dict, official: bool) -> ScoreResult:
     return ScoreResult(dj.clamp_score(value), case["parsed"], extra)
 
 
-#: distinct words whose stems ROUGE-L's tokenizer keeps (some 14 MB at most)
-STEMS_KEPT = 1 << 16
+#: distinct words whose stems ROUGE-L's tokenizer keeps, and the longest word kept: 9 MB of ordinary
+#: words, 11 MB at most (a longer "word", a run of digits or a model repeating itself, is stemmed
+#: each time, as rouge-score does, instead of being held twice, as word and stem)
+STEMS_KEPT, LONGEST_KEPT = 1 << 16, 32
 
 
-def _stems_remembered():
-    """rouge-score's own tokenizer with stemming (``use_stemmer=True``), remembering each word's
-    Porter stem. rouge-score stems every word of more than 3 letters, each time it meets it, and
-    the stemmer is four fifths of scoring a summary; a stem depends on the word alone, so the
-    tokens, and every score, are the same (``tests/test_eval_parity.py``)."""
+def _stem_caching_tokenizer():
+    """rouge-score's own tokenizer with stemming (``use_stemmer=True``, as MMLongBench's utils.py
+    builds its scorer), keeping each word's Porter stem. rouge-score stems every word of more than
+    3 letters each time it meets it, and the stemmer is most of scoring a summary; a stem depends
+    on the word alone, so the tokens, and every score, are the same (``tests/test_eval_parity.py``)."""
     from rouge_score import tokenizers
 
-    class StemsRemembered(tokenizers.DefaultTokenizer):
+    class StemCachingTokenizer(tokenizers.DefaultTokenizer):
         def __init__(self):
             super().__init__(use_stemmer=True)
-            self._stemmer = _RememberedStems(self._stemmer)
+            self._stemmer = _CachedStemmer(self._stemmer)
 
-    return StemsRemembered()
+    return StemCachingTokenizer()
 
 
-class _RememberedStems:
-    """A stemmer's ``stem``, remembered per word (the last ``STEMS_KEPT`` distinct words)."""
+class _CachedStemmer:
+    """A stemmer whose ``stem`` keeps the stems of the last ``STEMS_KEPT`` distinct words of up to
+    ``LONGEST_KEPT`` characters."""
 
     def __init__(self, stemmer):
-        self.stem = lru_cache(maxsize=STEMS_KEPT)(stemmer.stem)
+        self._stem = stemmer.stem
+        self._cached = lru_cache(maxsize=STEMS_KEPT)(stemmer.stem)
+
+    def stem(self, word: str) -> str:
+        return self._cached(word) if len(word) <= LONGEST_KEPT else self._stem(word)
 
 
 @register("rouge_l")
@@ -446,7 +453,7 @@ class RougeL(MMLongBenchMetric):
 
             rouge_scorer = require("rouge_score.rouge_scorer", "eval", "the rouge_l metric")
 
-            RougeL._scorer = rouge_scorer.RougeScorer(["rougeL", "rougeLsum"], tokenizer=_stems_remembered())
+            RougeL._scorer = rouge_scorer.RougeScorer(["rougeL", "rougeLsum"], tokenizer=_stem_caching_tokenizer())
         answers = golds(example) or [""]
         if self.official:
             both = off.rouge(text, answers, RougeL._scorer, self.system_template, self.first_line)
