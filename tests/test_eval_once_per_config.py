@@ -160,8 +160,8 @@ def test_a_config_whose_answers_are_all_left_out_has_no_group_tables():
 #: "2,, 1, 3": an index ending in ","; "4,2,2" is this project's reading, not the official line:
 #: evaluate.py L47 unpacks ``gt.split(', ')`` into three and would raise on it; the index here is the
 #: text before the first ", "
-_NEEDLE_GOLDS = ["2, 1, 3", "0, 1, 1", "-1", "10, 4, 4", "2,, 1, 3", "4,2,2", "0, 1, 1; 0, 2, 2", "-1; -1", "1, 1, 1; 2, 2, 2",
-                 "3, 2, 2; 5, 1, 1; 7, 3, 3"]
+_NEEDLE_GOLDS = ["2, 1, 3", "0, 1, 1", "-1", "10, 4, 4", "2,, 1, 3", "4,2,2", "0, 1, 1; 0, 2, 2", "-1; -1",
+                 "1, 1, 1; 2, 2, 2", "3, 2, 2; 5, 1, 1; 7, 3, 3"]
 #: k as meta spells it: ints, and the JSON values the official expressions treat differently
 #: (2.0 == 2 but "-1" * 2.0 raises; true is 1; "2" raises; a list raises), escaped, absent, mappings
 _NEEDLE_METAS = ["{}", '{"k": 1}', '{"k": 2}', '{"k": 2.0}', '{"k": true}', '{"k": "2"}', '{"k": [2]}',
@@ -454,8 +454,9 @@ def test_mmneedle_columns_stop_at_the_shorter_of_predictions_and_examples():
 
 
 def test_ids_that_are_not_text_are_matched_and_reported_as_text():
-    """A built dataset's ids are text, and the engine then keeps them as they are; ids given as
-    numbers (rows made by hand) are matched to the predictions file's text ids, and reported as text."""
+    """A built dataset's ids are plain text, and the engine then keeps them as they are; ids given as
+    numbers (rows made by hand) or as another text type are matched to the predictions file's text
+    ids by their str(), and reported as plain text."""
     rows = [{"id": i, "dataset": "vh_single", "length": 8192, "metric": "binary_acc", "answers": ["Yes"], "meta": "{}"}
             for i in range(4)]
     predictions = {str(i): {"prediction": "yes" if i % 2 else "no"} for i in range(4)}

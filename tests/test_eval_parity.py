@@ -242,7 +242,7 @@ def test_rouge_with_cached_stems_scores_as_rouge_score_itself():
     stems = stemmer._cached.cache_info()
     assert stems.misses <= len({w.lower() for w in words}) and stems.hits > 10 * stems.misses
     assert stemmer.stem("counter" * 5 + "ing").endswith("count") and stemmer._cached.cache_info() == stems  # not kept
-    assert get_metric("rouge_l").score("Summary: the cat sat", ex("the cat sat")).score == 1.0  # the metric's own scorer
+    assert get_metric("rouge_l").score("Summary: the cat sat", ex("the cat sat")).score == 1.0  # builds its scorer
     assert isinstance(mmlongbench.RougeL._scorer._tokenizer._stemmer, mmlongbench._CachedStemmer)
 
 

@@ -255,17 +255,18 @@ def _label_groups(rows: list[dict]) -> dict[tuple[str, str], Sequence[int]]:
     per-example metas (MMNeedle's, MM-NIAH's) are never parsed here, only searched, joined."""
     try:  # a column at a time: no tuple per row
         return _labels_by_columns(rows)
-    except (KeyError, TypeError, ValueError):  # rows without a column, meta mappings (not read from a built
-        # dataset), or values that cannot be compared as one (arrays)
+    except (KeyError, TypeError, ValueError):
+        # rows without a column, meta mappings (not read from a built dataset), values that cannot be
+        # compared as one (arrays): row by row
         return _group_positions([(category_of(r), length_label(r.get("length"))) for r in rows])
 
 
 def _labels_by_columns(rows: list[dict]) -> dict[tuple[str, str], Sequence[int]]:
     """:func:`_label_groups` reading the rows a column at a time (KeyError: a column is missing;
-    TypeError: a meta or label that cannot be a key)."""
+    TypeError: a meta or label that cannot be a key; ValueError: values that cannot be compared as one)."""
     if any_meta_may_hold(map(_META, rows), "category"):
         keys = list(zip(map(_DATASET, rows), map(_LENGTH, rows), map(_META, rows)))
-    elif _one_value(list(map(_DATASET, rows))) and _one_value(list(map(_LENGTH, rows))):  # one label: the common case
+    elif _one_value(list(map(_DATASET, rows))) and _one_value(list(map(_LENGTH, rows))):  # one label: the usual
         return {(category_of(rows[0]), length_label(rows[0]["length"])): range(len(rows))}
     else:  # no meta names a category: (dataset, length) decide
         keys = list(zip(map(_DATASET, rows), map(_LENGTH, rows)))
@@ -390,7 +391,7 @@ def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
 
         metric_options["*"] = {**metric_options.get("*", {}), "protocol": get_protocol(protocol).name}
     ids = list(map(_ID, examples))
-    if set(map(type, ids)) != {str}:  # ids that are not all plain text, as a built dataset's are: str() each
+    if set(map(type, ids)) != {str}:  # a built dataset's ids are plain text, kept as they are; others: str()
         ids = list(map(str, ids))
     known = set(ids)
     rows = examples
