@@ -6,24 +6,20 @@ never fatal. Examples are read without their images (nothing is decoded).
 """
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import re
 from collections import defaultdict
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import repeat
-from operator import itemgetter
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from mmlbdata.core.suggest import did_you_mean
 from mmlbdata.evaluation import uncertainty
 from mmlbdata.evaluation.metrics import get_metric
-from mmlbdata.evaluation.metrics.common import any_meta_may_hold, meta_of
-from mmlbdata.evaluation.metrics.registry import ScoreColumns, mean, parity_of
+from mmlbdata.evaluation.metrics.common import meta_of
+from mmlbdata.evaluation.metrics.registry import mean, parity_of
 
 log = logging.getLogger(__name__)
 
@@ -245,96 +241,32 @@ def category_of(example: dict) -> str:
     return dataset
 
 
-_DATASET, _LENGTH, _META = itemgetter("dataset"), itemgetter("length"), itemgetter("meta")
-
-
-def _label_groups(rows: list[dict]) -> dict[tuple[str, str], Sequence[int]]:
-    """{(category, length label): positions in ``rows``}, in first-seen order. The labels are
-    worked out once per distinct (dataset, length, meta that names a category): a config has one
-    or a few of them, and a meta text without the word "category" cannot name one, so the
-    per-example metas (MMNeedle's, MM-NIAH's) are never parsed here, only searched, joined."""
-    try:  # a column at a time: no tuple per row
-        return _labels_by_columns(rows)
-    except (KeyError, TypeError, ValueError):
-        # rows without a column, meta mappings (not read from a built dataset), values that cannot be
-        # compared as one (arrays): row by row
-        return _group_positions([(category_of(r), length_label(r.get("length"))) for r in rows])
-
-
-def _labels_by_columns(rows: list[dict]) -> dict[tuple[str, str], Sequence[int]]:
-    """:func:`_label_groups` reading the rows a column at a time (KeyError: a column is missing;
-    TypeError: a meta or label that cannot be a key; ValueError: values that cannot be compared as one)."""
-    if any_meta_may_hold(map(_META, rows), "category"):
-        keys = list(zip(map(_DATASET, rows), map(_LENGTH, rows), map(_META, rows)))
-    elif _one_value(list(map(_DATASET, rows))) and _one_value(list(map(_LENGTH, rows))):  # one label: the usual
-        return {(category_of(rows[0]), length_label(rows[0]["length"])): range(len(rows))}
-    else:  # no meta names a category: (dataset, length) decide
-        keys = list(zip(map(_DATASET, rows), map(_LENGTH, rows)))
-    label_of = {}
-    for key, row in zip(keys, rows):
-        if key not in label_of:
-            label_of[key] = (category_of(row), length_label(row["length"]))
-    return _group_positions([label_of[key] for key in keys])
-
-
-def _one_value(column: list) -> bool:
-    """Whether ``column`` holds one value, however often (a config's dataset, length and metric
-    columns do): one count of the first value, with no set of them built."""
-    return bool(column) and column.count(column[0]) == len(column)
-
-
-def _group_positions(labels: list) -> dict:
-    groups: dict = {}
-    for position, label in enumerate(labels):
-        groups.setdefault(label, []).append(position)
-    return groups
-
-
-def _table(keys: Iterable, scores: Iterable[float], answered: Iterable[bool] | None = None) -> dict:
+def _table(keys: Sequence, scores: Sequence[float], answered: Sequence[bool]) -> dict:
     """{key: {"score": mean, "n": count, "answered", "stderr", "ci95"}} of the scores grouped by
-    their keys, keys in length order then alphabetical (``answered``: a flag per score, unanswered
-    examples being in the mean with score 0; None: all answered)."""
+    their keys, keys in length order then alphabetical (``answered``: a flag per score; an
+    unanswered example is in the mean with score 0)."""
     groups: dict = {}
-    for key, score in zip(keys, scores):
-        try:
-            groups[key].append(score)
-        except KeyError:
-            groups[key] = [score]
-    if answered is None:
-        counts = {k: len(v) for k, v in groups.items()}
-    else:
-        counts = dict.fromkeys(groups, 0)
-        for key, was_answered in zip(keys, answered):
-            counts[key] += bool(was_answered)
-    return {k: _cell(groups[k], counts[k]) for k in sorted(groups, key=_length_key)}
+    for key, score, was_answered in zip(keys, scores, answered):
+        groups.setdefault(key, []).append((score, was_answered))
+    return {key: _cell([score for score, _ in pairs], sum(flag for _, flag in pairs))
+            for key, pairs in sorted(groups.items(), key=lambda item: _length_key(item[0]))}
 
 
-def _cell(scores: list[float], answered: int, summary: dict | None = None) -> dict:
-    """One table cell: mean, count, answered, stderr and bootstrap interval (``summary``: those two
-    already worked out for the same scores)."""
-    return {"score": mean(scores), "n": len(scores), "answered": answered,
-            **(summary if summary is not None else uncertainty.summary(scores))}
+def _cell(scores: list[float], answered: int) -> dict:
+    """One table cell: mean, count, answered, stderr and bootstrap interval."""
+    return {"score": mean(scores), "n": len(scores), "answered": answered, **uncertainty.summary(scores)}
 
 
-def _label_tables(groups: dict, scores: list[float], answered: list[bool] | None, summary: dict) -> tuple:
-    """(by_category, by_length, by_category_length) of the headline rows grouped by ``groups``
-    (``answered``: None when every row was answered). One group is the headline itself: its
-    cells reuse the headline's ``summary``."""
-    if len(groups) == 1:
-        [(category, length)] = groups
-        count = len(scores) if answered is None else sum(answered)
-        cell = _cell(scores, count, summary)
-        return ({category: cell}, {length: dict(cell)},
-                {f"{category}|{length}": {"score": cell["score"], "n": cell["n"]}})
-    label_at = [None] * len(scores)
-    for label, positions in groups.items():
-        for i in positions:
-            label_at[i] = label
-    by_category = _table([category for category, _ in label_at], scores, answered)  # headline order
-    by_length = _table([length for _, length in label_at], scores, answered)
-    cells = {f"{c}|{l}": {"score": mean([scores[i] for i in positions]), "n": len(positions)}
-             for (c, l), positions in sorted(groups.items())}
-    return by_category, by_length, cells
+def _label_tables(rows: list[dict], scores: list[float], answered: list[bool]) -> tuple:
+    """(by_category, by_length, by_category_length) of the headline rows."""
+    labels = [(category_of(row), length_label(row.get("length"))) for row in rows]
+    by_category = _table([category for category, _ in labels], scores, answered)
+    by_length = _table([length for _, length in labels], scores, answered)
+    both: dict[tuple[str, str], list[float]] = {}
+    for label, score in zip(labels, scores):
+        both.setdefault(label, []).append(score)
+    return by_category, by_length, {f"{category}|{length}": {"score": mean(values), "n": len(values)}
+                                    for (category, length), values in sorted(both.items())}
 
 
 def counts_missing(metric_options: dict | None) -> bool:
@@ -364,10 +296,6 @@ def _headline(rows: list[dict], result_at: Sequence, count_missing: bool) -> lis
     return out
 
 
-_ID = itemgetter("id")
-_METRIC = itemgetter("metric")
-
-
 def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_options: dict | None = None,
                     protocol: str | None = None) -> dict:
     """Score one config. The headline ``score`` averages every example of the config, an unanswered
@@ -381,156 +309,74 @@ def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_o
 
 
 def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
-    """:func:`evaluate_config`, and an iterator over the headline rows ((example, score,
-    answered), config order) that :func:`evaluate` sums per dataset. Per-config work is done once
-    per config (metric options, labels per distinct dataset/length/meta, one bootstrap where a
-    table has one cell); per-example work is the scoring and the row of the report."""
+    """:func:`evaluate_config`, and the headline rows ((example, score, answered), config order)
+    that :func:`evaluate` sums per dataset."""
     metric_options = dict(metric_options or {})
     if protocol is not None:
         from mmlbdata.official.protocol import get as get_protocol
 
         metric_options["*"] = {**metric_options.get("*", {}), "protocol": get_protocol(protocol).name}
-    ids = list(map(_ID, examples))
-    if set(map(type, ids)) != {str}:  # a built dataset's ids are plain text, kept as they are; others: str()
-        ids = list(map(str, ids))
-    known = set(ids)
-    rows = examples
-    if len(known) != len(ids):  # an id twice: one row, as a dict keeps it
-        by_id = dict(zip(ids, examples))
-        rows, ids = list(by_id.values()), list(by_id)
-    if predictions.keys() == known:  # one pass: the common case, a prediction for every example
-        unknown, missing = [], []
-    else:
-        unknown = sorted(predictions.keys() - known)
-        missing = sorted(known - predictions.keys())
-    answered_at = [i for i, ident in enumerate(ids) if ident in predictions] if missing else range(len(ids))
-    result_at: Sequence = [None] * len(rows)
-    scored: list[tuple[list[str], ScoreColumns]] = []  # (ids, results) per metric, in metric order
-    metrics_out, groups_out = {}, {}
-    may_leave_out = False  # whether any result can be marked left out or unscorable
-    plan = [(name, positions, get_metric(name, **{**metric_options.get("*", {}), **metric_options.get(name, {})}))
-            for name, positions in _by_metric(rows, answered_at)]
-    with _collector_paused([metric for _, _, metric in plan]):
-        for name, positions, metric in plan:
-            if metric.reads_row:
-                for row, example in enumerate(examples):
-                    example.setdefault(ROW_KEY, row)  # official binary_acc's default answer depends on it
-            whole = len(positions) == len(rows)  # the one metric of a config that is all answered
-            exs, scored_ids = (rows, ids) if whole else ([rows[i] for i in positions], [ids[i] for i in positions])
-            results = metric.score_many([predictions[i]["prediction"] for i in scored_ids], exs)
-            may_leave_out = may_leave_out or metric.may_leave_out
-            metrics_out[name] = metric.aggregate(results, exs)
-            columns = ScoreColumns.of(results)  # what the engine reads: no result object per example
-            if whole:
-                result_at = columns
-            else:
-                for i, result in zip(positions, results):
-                    result_at[i] = result
-            scored.append((scored_ids, columns))
-            groups_out.update(_meta_groups(metric, exs, columns))
-        count_missing = counts_missing(metric_options)
-        at = None if missing else ScoreColumns.of(result_at)  # every row scored: its results in row order
-        if at is not None and not (may_leave_out and any(e and (e.get("left_out") or e.get("unscorable"))
-                                                         for e in at.extras)):
-            headline_examples, values, answered = rows, at.scores, None  # every row, as scored
-            # one metric: the answered scores are the headline's values
-            kept = None if len(scored) == 1 else [s for _, columns in scored for s in columns.scores]
-        else:
-            headline = _headline(rows, result_at, count_missing)
-            headline_examples = [row for row, _, _ in headline]
-            values, answered = [score for _, score, _ in headline], [flag for _, _, flag in headline]
-            kept = [s for _, columns in scored for s, e in zip(columns.scores, columns.extras) if not e.get("left_out")]
-        answered_count = sum(len(columns) for _, columns in scored)
-        headline_score, summary = mean(values), uncertainty.summary(values)
-        by_category, by_length, by_category_length = _label_tables(_label_groups(headline_examples), values, answered,
-                                                                   summary)
-        result = {
-            "n": len(values),
-            "total": len(known),
-            "answered": answered_count,
-            **({"left_out": answered_count - len(kept)} if kept is not None and answered_count != len(kept) else {}),
-            "score": headline_score,
-            **summary,
-            "missing_counted_as_wrong": count_missing,
-            "score_answered": headline_score if kept is None else mean(kept),
-            "metrics": metrics_out,
-            "by_category": by_category,
-            "by_length": by_length,
-            "by_category_length": by_category_length,
-            "groups": groups_out,
-            "problems": {"unknown_ids": unknown, "missing_predictions": len(missing),
-                         "missing_ids": missing[:100]},
-            "examples": [{"id": i, "score": score, "parsed": parsed, "extra": extra} if extra
-                         else {"id": i, "score": score, "parsed": parsed}
-                         for scored_ids, c in scored
-                         for i, score, parsed, extra in zip(scored_ids, c.scores, c.parsed, c.extras)],
-        }
-        return result, zip(headline_examples, values, answered if answered is not None else repeat(True))
+    by_id = dict(zip((str(example["id"]) for example in examples), examples))  # an id twice: one row
+    rows, ids = list(by_id.values()), list(by_id)
+    result_at: list = [None] * len(rows)
+    metrics_out, groups_out, scored = {}, {}, []
+    for name, positions in _by_metric(rows, ids, predictions):
+        metric = get_metric(name, **{**metric_options.get("*", {}), **metric_options.get(name, {})})
+        if metric.reads_row:
+            for row, example in enumerate(examples):
+                example.setdefault(ROW_KEY, row)  # official binary_acc's default answer depends on it
+        exs = [rows[i] for i in positions]
+        results = list(metric.score_many([predictions[ids[i]]["prediction"] for i in positions], exs))
+        metrics_out[name] = metric.aggregate(results, exs)
+        groups_out.update(_meta_groups(metric, exs, results))
+        for i, result in zip(positions, results):
+            result_at[i] = result
+            scored.append((ids[i], result))
+    count_missing = counts_missing(metric_options)
+    headline = _headline(rows, result_at, count_missing)
+    values, answered = [score for _, score, _ in headline], [flag for _, _, flag in headline]
+    kept = [result.score for _, result in scored if not result.extra.get("left_out")]
+    by_category, by_length, by_category_length = _label_tables([row for row, _, _ in headline], values, answered)
+    unknown, missing = sorted(predictions.keys() - by_id.keys()), sorted(by_id.keys() - predictions.keys())
+    result = {
+        "n": len(values),
+        "total": len(rows),
+        "answered": len(scored),
+        **({"left_out": len(scored) - len(kept)} if len(scored) != len(kept) else {}),
+        "score": mean(values),
+        **uncertainty.summary(values),
+        "missing_counted_as_wrong": count_missing,
+        "score_answered": mean(kept),
+        "metrics": metrics_out,
+        "by_category": by_category,
+        "by_length": by_length,
+        "by_category_length": by_category_length,
+        "groups": groups_out,
+        "problems": {"unknown_ids": unknown, "missing_predictions": len(missing), "missing_ids": missing[:100]},
+        "examples": [{"id": ident, "score": r.score, "parsed": r.parsed, **({"extra": r.extra} if r.extra else {})}
+                     for ident, r in scored],
+    }
+    return result, headline
 
 
-@contextmanager
-def _collector_paused(metrics: list):
-    """CPython's cycle collector paused while a config is scored. The per-example records (a
-    metric's result objects, the report rows) hold no reference cycles, yet each 700 of them built
-    start a collection that walks the ones built before: 10% of scoring a 3,000-example MMNeedle
-    config (``benchmarks/bench_vs_official.py``). Paused, the records still alive are walked once,
-    when the collector is back on. Left on where one of the config's metrics calls a model
-    (``Metric.calls_out``: an LLM judge or extractor, its HTTP client's garbage for minutes); a
-    collector already off stays off."""
-    if any(metric.calls_out for metric in metrics) or not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
-def _by_metric(rows: list[dict], positions) -> list[tuple[str, list[int]]]:
-    """(metric name, positions of the rows it scores), by name; a config has one metric or a few."""
-    names = [rows[i]["metric"] for i in positions] if isinstance(positions, list) else list(map(_METRIC, rows))
-    if _one_value(names):
-        return [(names[0], positions)]
+def _by_metric(rows: list[dict], ids: list[str], predictions: dict) -> list[tuple[str, list[int]]]:
+    """(metric name, positions of the answered rows it scores), by name."""
     groups: dict[str, list[int]] = {}
-    for name, i in zip(names, positions):
-        groups.setdefault(name, []).append(i)
+    for i, (row, ident) in enumerate(zip(rows, ids)):
+        if ident in predictions:
+            groups.setdefault(row["metric"], []).append(i)
     return sorted(groups.items())
 
 
-def _meta_groups(metric, examples: list[dict], results: ScoreColumns) -> dict:
-    """The metric's ``group_by`` tables over its answered examples (official skips excepted).
-    Meta is read once per distinct meta text (a config's rows share a few), not per row and key."""
-    if not metric.group_by:
-        return {}
-    scores = results.scores
-    if metric.may_leave_out and any(extra and extra.get("left_out") for extra in results.extras):
-        kept = [(e, score) for e, score, extra in zip(examples, scores, results.extras)
-                if not (extra and extra.get("left_out"))]
-        if not kept:  # every answer left out (official skips): no table
-            return {}
-        examples, scores = zip(*kept)
-    texts = [e.get("meta") for e in examples]
-    try:
-        metas = {text: meta_of({"meta": text}) for text in set(texts)}
-    except TypeError:  # meta mappings (rows not read from a built dataset): each row's own
-        metas, texts = None, [meta_of(e) for e in examples]
+def _meta_groups(metric, examples: list[dict], results: list) -> dict:
+    """The metric's ``group_by`` tables over its answered examples (official skips excepted)."""
+    kept = [(meta_of(example), result.score) for example, result in zip(examples, results)
+            if not (result.extra and result.extra.get("left_out"))]
     tables = {}
     for key in metric.group_by:
-        if metas is None:
-            keys = [str(m[key]) if key in m else None for m in texts]
-        else:
-            value_of = {text: str(m[key]) for text, m in metas.items() if key in m}
-            if not value_of:
-                continue
-            keys = [value_of.get(text) for text in texts]
-        if None in keys:  # rows whose meta lacks the key are not in its table
-            kept = [(k, score) for k, score in zip(keys, scores) if k is not None]
-            if not kept:
-                continue
-            tables[key] = _table([k for k, _ in kept], [score for _, score in kept])
-        else:
-            tables[key] = _table(keys, scores)
+        grouped = [(str(meta[key]), score) for meta, score in kept if key in meta]
+        if grouped:
+            tables[key] = _table([k for k, _ in grouped], [score for _, score in grouped], [True] * len(grouped))
     return tables
 
 

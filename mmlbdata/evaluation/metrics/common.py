@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import Callable, Iterable
+from typing import Callable
 
 from mmlbdata.evaluation.metrics.official import CRASHES, crash_text
 from mmlbdata.evaluation.metrics.registry import ScoreResult
@@ -31,24 +31,6 @@ def meta_of(example: dict) -> dict:
     return dict(meta)
 
 
-def meta_may_hold(meta, key: str) -> bool:
-    """Whether ``meta`` (JSON text or a mapping) may have ``key``: a JSON text in which neither
-    ``"key"`` nor a ``\\u`` escape appears cannot, so per-example metas need not be parsed to
-    learn that they lack it."""
-    return not isinstance(meta, str) or f'"{key}"' in meta or "\\u" in meta
-
-
-def any_meta_may_hold(metas: Iterable, key: str) -> bool:
-    """Whether any of ``metas`` (empty ones skipped) may have ``key`` (:func:`meta_may_hold`),
-    with one search through their texts joined: a config's per-example metas are thousands of short
-    texts. Neither searched string holds the newline that joins them, so no match spans two."""
-    try:
-        joined = "\n".join(filter(None, metas))
-    except TypeError:  # a meta that is not text (a mapping): it may
-        return True
-    return f'"{key}"' in joined or "\\u" in joined
-
-
 @lru_cache(maxsize=4096)
 def _meta_json(text: str) -> dict:
     try:
@@ -71,7 +53,7 @@ def best_of(prediction: str, fn: Callable[[str], ScoreResult]) -> ScoreResult:
 
 def official_result(compute: Callable[[], float], parsed: str | None = None, **extra) -> ScoreResult:
     """An official scorer's value; where the official code would crash, 0.0 with the exception
-    kept in ``extra["official_crash"]`` (see ``official.crash_is_zero``)."""
+    kept in ``extra["official_crash"]``."""
     try:  # no wrapper built per call: this runs once per scored example
         score = float(compute())
     except CRASHES as exc:  # noqa: B902 - the official run would stop here

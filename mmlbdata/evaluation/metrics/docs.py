@@ -125,7 +125,6 @@ def extraction_messages(question: str, output: str) -> list[dict]:
 class _ExtractedDocMetric(Metric):
     """Shared by the two document benchmarks: optional LLM extraction before scoring."""
 
-    may_leave_out = False
     max_extraction_tokens = 256
 
     def extract_many(self, predictions, examples) -> list[str]:

@@ -11,7 +11,6 @@ class LVBMC(Metric):
     """Preambles ("The answer is", "Answer:", "Best option:", ...) dropped, then the first
     standalone A-E letter; none is wrong unless ``random_fallback=True`` (parity option)."""
 
-    may_leave_out = False
     group_by = ("duration_group", "question_category", "level", "topic_category")
 
     def score(self, prediction, example):

@@ -97,7 +97,6 @@ def rules(prediction: str, reference: str) -> dict:
 class MemLensJudge(Metric):
     """The official judge's 0/1 per answer (see the module docstring)."""
 
-    may_leave_out = False
     group_by = ("task_key",)
 
     @property

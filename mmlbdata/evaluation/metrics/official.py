@@ -5,36 +5,23 @@ Each function here follows one official function (named in its docstring, pinned
 with the papers' tables. Written from reading the official code, not copied from it.
 
 Where the official code would *crash* on an input (an uncaught exception that stops the official
-run), :func:`crash_is_zero` returns 0.0 and the metric records the exception in ``extra``: a
-crashed example scores nothing officially, and ReadBench's own runner does exactly this.
+run), the metric scores 0.0 and records the exception in ``extra["official_crash"]``
+(``common.official_result``): a crashed example scores nothing officially, and ReadBench's own
+runner does exactly this.
 """
 from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache, wraps
+from functools import lru_cache
 from math import isclose
-from typing import Callable, Iterable
+from typing import Callable
 
 from mmlbdata.evaluation import parse
-from mmlbdata.evaluation.metrics.registry import ReadOnlyDict, ScoreColumns
 
 #: exceptions an official function may raise on hostile text (RecursionError: json's decoder on
 #: deeply nested brackets; MemoryError: Python's parser on some pathological literals)
 CRASHES = (Exception, RecursionError, MemoryError)
-
-
-def crash_is_zero(fn: Callable[..., float]) -> Callable[..., tuple[float, str | None]]:
-    """Wrap an official scorer: (score, None), or (0.0, "ExceptionName: message") on a crash."""
-
-    @wraps(fn)
-    def run(*args, **kwargs):
-        try:
-            return float(fn(*args, **kwargs)), None
-        except CRASHES as exc:  # noqa: B902 - the official run would stop here
-            return 0.0, crash_text(exc)
-
-    return run
 
 
 def crash_text(exc: BaseException) -> str:
@@ -56,19 +43,6 @@ def runner_output(system_template: str, output: str | None) -> str:
 
 
 def mmlb_parse_output(output: str, prefix: str = "Answer:", first_line: bool = False) -> str:
-    """utils.py ``parse_output`` (:func:`_parse_output`). Parity mode asks twice per text, to score
-    it and to leave it out, a whole config apart: outputs up to :data:`MEMO_CHARS` characters (all
-    but long summaries) are parsed once, in a memo of :data:`MEMO_TEXTS` (at most ~16 MB)."""
-    if len(output) <= MEMO_CHARS:
-        return _parse_output_memo(output, prefix, first_line)
-    return _parse_output(output, prefix, first_line)
-
-
-MEMO_CHARS = 1024
-MEMO_TEXTS = 8192
-
-
-def _parse_output(output: str, prefix: str = "Answer:", first_line: bool = False) -> str:
     """utils.py ``parse_output``: text after the first ``prefix`` (case-insensitive, the prefix
     used as a regex), stripped, one repeated prefix dropped; without a prefix the output from its
     start (the second pattern ``(?:^)(.*)`` always matches, so it never returns None).
@@ -77,27 +51,13 @@ def _parse_output(output: str, prefix: str = "Answer:", first_line: bool = False
     without DOTALL, so only the rest of the prefix's line is read (and the first line of an output
     without the prefix). Otherwise (v1.1, @476fe86): ``re.IGNORECASE | re.DOTALL``, everything
     after the prefix."""
-    after, start, repeated = _parse_patterns(prefix, first_line)
-    match = after.search(output)
     if first_line:
-        rest = (match.group(1) if match else start.search(output).group(1)).strip()
+        match = re.search(f"(?:{prefix})(.*)(?:\n|$)", output, re.IGNORECASE)
+        rest = (match.group(1) if match else re.search(r"(?:^)(.*)(?:\n|$)", output).group(1)).strip()
     else:
+        match = re.search(f"(?:{prefix})(.*)", output, re.IGNORECASE | re.DOTALL)
         rest = match.group(1).strip() if match else output.strip()
-    return repeated.sub("", rest).strip()
-
-
-_parse_output_memo = lru_cache(maxsize=MEMO_TEXTS)(_parse_output)
-
-
-@lru_cache(maxsize=64)
-def _parse_patterns(prefix: str, first_line: bool) -> tuple[re.Pattern, re.Pattern, re.Pattern]:
-    """``parse_output``'s patterns for one prefix, compiled once: the text after the prefix, the
-    v1.0 fallback (the first line) and the repeated prefix at the start."""
-    if first_line:
-        after = re.compile(f"(?:{prefix})(.*)(?:\n|$)", re.IGNORECASE)
-    else:
-        after = re.compile(f"(?:{prefix})(.*)", re.IGNORECASE | re.DOTALL)
-    return after, re.compile(r"(?:^)(.*)(?:\n|$)"), re.compile("^" + re.escape(prefix), re.IGNORECASE)
+    return re.sub("^" + re.escape(prefix), "", rest, flags=re.IGNORECASE).strip()
 
 
 def raw_and_parsed_max(prediction: str, score: Callable[[str], float], prefix: str,
@@ -453,98 +413,35 @@ def negative_gold(gold_index: list[str]) -> bool:
     return gold_index[0] in ("0", "-1")
 
 
-def needle_results(golds: list[str], several: Iterable[bool], ks: Iterable, predictions: Iterable[str]) -> ScoreColumns:
-    """evaluate.py's loop over its responses (one needle) and evaluate_multi.py's (several: a gold
-    with "; ", or ``several`` from meta's k) as one pass over a config. What a one-needle gold
-    decides (``_single_needle_rule``: its index, the text an exact answer equals, the breakdowns it
-    can give) is kept per distinct gold; per example is the official loop's own work: clean the
-    prediction, compare strings. Each result's breakdown is the shared one of its outcome
-    (``NEEDLE_BREAKDOWNS``), and the results are columns: a result object per example would cost a
-    third of the official loop."""
-    parsed = [prediction or "" for prediction in predictions]
-    scores: list[float] = []
-    extras: list[dict] = []
-    add_score, add_extra = scores.append, extras.append
-    single: dict[str, tuple | None] = {}
-    for gold, says_multi, k, prediction in zip(golds, several, ks, parsed):
-        if not says_multi:
-            try:
-                rule = single[gold]
-            except KeyError:
-                rule = single[gold] = _single_needle_rule(gold)
-            if rule is not None:  # evaluate.py: exact string equality; only the bare "-1" says "no needle"
-                target, index, index_then_more, if_exact, if_not = rule
-                cleaned = prediction.replace("\n", "").strip().strip(".").strip()  # _needle_clean, inline: per example
-                if cleaned == target:
-                    add_score(1.0)
-                    add_extra(if_exact)
-                else:
-                    add_score(0.0)
-                    add_extra(if_not[cleaned == "-1"][cleaned == index or cleaned.startswith(index_then_more)])
-                continue
-        score, extra = _multi_needle_outcome(gold, prediction, k)
-        add_score(score)
-        add_extra(extra)
-    del parsed[len(scores):]  # more predictions than golds: zip stops at the shorter, as score_many does
-    return ScoreColumns(scores, parsed, extras)
-
-
-def _single_needle_rule(gold: str) -> tuple | None:
-    """What evaluate.py decides from a one-needle gold, once per distinct gold (None: a gold of
-    several needles): (the text an exact answer equals, the gold's index, that index followed by
-    ", ", the breakdown of an exact answer, the breakdowns of another answer by [it is the bare
-    "-1"][its index matches]). The index is the text before the first ", " (L47, L51-53): as the
-    gold's index holds no ", ", an answer's matches exactly when the answer is that index or
-    starts with it and ", ", which needs no split of the answer. 0 (or -1) marks a negative gold,
-    whose exact answer is "-1" (L49)."""
-    if ";" in gold:
-        return None
+def needle_single(gold: str, prediction: str) -> dict:
+    """evaluate.py's loop for one needle (L44-53): the response cleaned, then exact string equality
+    with the gold (with "-1" for a negative gold); the index is the text before the first ", ";
+    only the bare "-1" says "no needle"."""
+    cleaned = _needle_clean(prediction)
     index = gold.split(", ", 1)[0]
     negative = negative_gold([index])
-    target = "-1" if negative else gold
-    outcomes = _SINGLE[negative]  # [exist][index][exact]; exist: the answer says "-1" as a negative gold does
-    if_exact = outcomes[negative == (target == "-1")][index == target.split(", ", 1)[0]][True]
-    if_not = tuple((outcomes[negative == says_none][False][False], outcomes[negative == says_none][True][False])
-                   for says_none in (False, True))
-    return target, index, index + ", ", if_exact, if_not
+    return {"positive": not negative, "exist": float(negative == (cleaned == "-1")),
+            "index": float(index == cleaned.split(", ", 1)[0]),
+            "exact": float(("-1" if negative else gold) == cleaned), "multi": False}
 
 
-def _multi_needle_outcome(gold: str, prediction: str, k) -> tuple[float, dict]:
-    """(score, breakdown) under evaluate_multi.py: parts split on "; " and stripped; five spellings
-    of "no needle" (K from the gold, or ``k`` for a negative gold written as the bare ``-1``). Golds
-    of several needles rarely repeat, so nothing is kept per gold. A ``k`` the official expressions
-    cannot use (meta's "2", 2.0, a list) crashes them: 0.0, the exception in ``official_crash``."""
+def needle_multi(gold: str, prediction: str, k) -> dict:
+    """evaluate_multi.py's loop: parts split on "; " and stripped; five spellings of "no needle" (K
+    from the gold, or ``k`` for a negative gold written as the bare ``-1``). A ``k`` the official
+    expressions cannot use (meta's "2", 2.0, a list), or a prediction that is no text, crashes
+    them: 0.0, the exception in ``official_crash``."""
     gold_indexes = [part.split(", ", 1)[0] for part in gold.split("; ")]
     negative = negative_gold(gold_indexes)
     try:
         spellings = no_needle_spellings(k if (negative and k) else len(gold_indexes))
         parts = [part.strip() for part in _needle_clean(prediction).split("; ")]
-    except CRASHES as exc:  # noqa: B902 - the official run would stop here (a prediction that is no text too)
-        return 0.0, {"official_crash": crash_text(exc), "positive": not negative,
-                     "exist": 0.0, "index": 0.0, "exact": 0.0, "multi": True}
+    except CRASHES as exc:  # noqa: B902 - the official run would stop here
+        return {"official_crash": crash_text(exc), "positive": not negative,
+                "exist": 0.0, "index": 0.0, "exact": 0.0, "multi": True}
     cleaned = "; ".join(parts)
-    exact = ("-1" if negative else gold) == cleaned
-    return _FLOAT[exact], _MULTI[negative][negative == (cleaned in spellings)][
-        gold_indexes == [part.split(", ", 1)[0] for part in parts]][exact]
-
-
-_FLOAT = (0.0, 1.0)
-
-
-def _needle_breakdowns(multi: bool) -> tuple:
-    """The breakdowns ``[negative][exist][index][exact]`` of one or several needles, shared."""
-    def breakdown(negative, exist, index, exact):
-        return ReadOnlyDict(positive=not negative, exist=_FLOAT[exist], index=_FLOAT[index], exact=_FLOAT[exact],
-                            multi=multi)
-
-    both = (False, True)
-    return tuple(tuple(tuple(tuple(breakdown(negative, exist, index, exact) for exact in both) for index in both)
-                       for exist in both) for negative in both)
-
-
-_SINGLE, _MULTI = _needle_breakdowns(False), _needle_breakdowns(True)
-#: every shared breakdown of ``needle_results``
-NEEDLE_BREAKDOWNS = [b for table in (_SINGLE, _MULTI) for a in table for c in a for d in c for b in d]
+    return {"positive": not negative, "exist": float(negative == (cleaned in spellings)),
+            "index": float(gold_indexes == [part.split(", ", 1)[0] for part in parts]),
+            "exact": float(("-1" if negative else gold) == cleaned), "multi": True}
 
 
 def no_needle_spellings(n) -> frozenset:

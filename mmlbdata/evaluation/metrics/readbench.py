@@ -19,7 +19,6 @@ class ReadBenchMC(Metric):
     nothing found scores 0. ``random_fallback=True`` picks a seeded random letter instead
     (the original's behaviour, for parity runs only)."""
 
-    may_leave_out = False
     group_by = READBENCH_GROUPS
 
     def score(self, prediction, example):
@@ -104,7 +103,6 @@ def babilong_correct(target: str, output: str, question: str, task: str) -> tupl
 
 @register("babilong")
 class BABILong(Metric):
-    may_leave_out = False
     group_by = READBENCH_GROUPS
 
     def score(self, prediction, example):
@@ -124,7 +122,6 @@ class LongBenchF1(Metric):
     """Normalised token F1, best over golds (raw and after an answer prefix); an example is
     correct when F1 > 0 (ReadBench's accuracy), the raw F1 kept in ``extra`` and aggregated."""
 
-    may_leave_out = False
     group_by = READBENCH_GROUPS
 
     def score(self, prediction, example):

@@ -2,8 +2,7 @@
 
 lm-evaluation-harness style: ``@register("name")`` on a :class:`Metric` subclass. A metric
 scores one prediction against one example (``score``), may batch (``score_many``: concurrency
-for the judge-backed metrics, work done once per config, results as :class:`ScoreColumns`) and
-turns per-example results into aggregates (``aggregate``; the default is the mean score, some
+for the judge-backed metrics) and turns per-example results into aggregates (``aggregate``; the default is the mean score, some
 benchmarks need corpus-level formulas).
 
 This module imports no metric family (they import it): the package ``__init__`` imports
@@ -12,9 +11,7 @@ be imported through that package).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence as SequenceABC
 from dataclasses import dataclass, field
-from operator import attrgetter
 from typing import Any, Callable, Iterable, Sequence
 
 from mmlbdata.official import protocol as protocols
@@ -31,86 +28,14 @@ class ScoreResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class ScoreColumns(SequenceABC):
-    """A config's results as three columns (``scores``, ``parsed``, ``extras``) instead of a
-    :class:`ScoreResult` per example. Where the official rule is a few string operations per
-    example (MMNeedle's, about 1 us), building a result object for each, and reading its fields back
-    in every pass of the engine, cost more than the rule; a metric like that returns its results as
-    columns, and the engine reads every metric's results as columns (:meth:`of`).
-
-    Still a sequence of results: indexing and iterating build ``ScoreResult`` objects on access
-    (so changing one of those changes nothing here: change the columns), and it equals a list of
-    the same results."""
-
-    __slots__ = ("extras", "parsed", "scores")
-    __hash__ = None  # mutable, as a list of results is
-
-    def __init__(self, scores: list[float], parsed: list, extras: list[dict]) -> None:
-        if not len(scores) == len(parsed) == len(extras):
-            raise ValueError(f"columns of different lengths: {len(scores)} scores, {len(parsed)} parsed, "
-                             f"{len(extras)} extras")
-        self.scores, self.parsed, self.extras = scores, parsed, extras
-
-    @classmethod
-    def of(cls, results: Sequence[ScoreResult]) -> ScoreColumns:
-        """``results`` as columns (themselves when they already are)."""
-        if isinstance(results, cls):
-            return results
-        return cls(list(map(_SCORE, results)), list(map(_PARSED, results)), list(map(_EXTRA, results)))
-
-    def __len__(self) -> int:
-        return len(self.scores)
-
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            return ScoreColumns(self.scores[index], self.parsed[index], self.extras[index])
-        return ScoreResult(self.scores[index], self.parsed[index], self.extras[index])
-
-    def __iter__(self):
-        return map(ScoreResult, self.scores, self.parsed, self.extras)
-
-    def __eq__(self, other) -> bool:
-        if not isinstance(other, SequenceABC) or isinstance(other, (str, bytes)):
-            return NotImplemented
-        return list(self) == list(other)
-
-    def __repr__(self) -> str:
-        return f"ScoreColumns({list(self)!r})"
-
-
-_SCORE, _PARSED, _EXTRA = attrgetter("score"), attrgetter("parsed"), attrgetter("extra")
-
-
-class ReadOnlyDict(dict):
-    """A dict that refuses changes: one breakdown shared by every result with the same outcome
-    (MMNeedle's official string rules have 32), so none is built per example, and a change through
-    one result cannot reach the others. ``==`` and JSON see a plain dict; copies and pickles stay
-    read-only (several results copied together share one again); ``dict(...)`` gives a mutable one."""
-
-    __slots__ = ()
-
-    def __init__(self, *args, **kwargs):
-        if self:  # d.__init__(exact=0.0) on a built one would change it in place
-            self._refuse()
-        super().__init__(*args, **kwargs)
-
-    def _refuse(self, *args, **kwargs):
-        raise TypeError("this breakdown is shared by many results and read-only: change a dict(...) copy")
-
-    __setitem__ = __delitem__ = __ior__ = update = setdefault = pop = popitem = clear = _refuse
-
-    def __reduce__(self):
-        return ReadOnlyDict, (dict(self),)
-
-
 #: ``default``: this project's scorer (official bugs fixed, each difference in
 #: ``mmlbdata/official/deviations.py``); ``official``: what the benchmark's own code returns
 PARITIES = ("default", "official")
 
 
 def parity_of(options: dict) -> str:
-    """The ``parity`` option (``original_bugs=True`` is the older spelling of "official")."""
-    parity = options.get("parity") or ("official" if options.get("original_bugs") else "default")
+    """The ``parity`` option (default: "default")."""
+    parity = options.get("parity") or "default"
     if parity not in PARITIES:
         raise ValueError(f"parity must be one of {', '.join(PARITIES)}, not {parity!r}")
     return parity
@@ -126,10 +51,6 @@ class Metric:
     #: whether ``score`` reads the example's row in its config (``"_row"``, set by ``mmlb eval``'s
     #: engine only for such metrics): official rules whose result depends on the run's order
     reads_row = False
-    #: whether ``score_many`` may mark a result ``extra["left_out"]`` or ``extra["unscorable"]`` (an
-    #: official rule that skips an example, a judge that is not configured). A metric that never does
-    #: says False, and the engine need not look through its results for them.
-    may_leave_out = True
 
     def __init__(self, **options: Any) -> None:
         self.options = options
@@ -148,18 +69,11 @@ class Metric:
         mode's parse and the judge's parsed answer both read it)."""
         return self.protocol.parse_first_line
 
-    @property
-    def calls_out(self) -> bool:
-        """Whether scoring with these options may call a model (an LLM ``judge`` or ``extractor``
-        client, or the stand-in that says one is needed)."""
-        return any(self.options.get(key) is not None for key in ("judge", "extractor"))
-
     def score(self, prediction: str, example: dict) -> ScoreResult:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def score_many(self, predictions: Sequence[str], examples: Sequence[dict]) -> Sequence[ScoreResult]:
-        """One result per prediction, in order: a list, or :class:`ScoreColumns` where the rule is
-        cheaper than a result object per example."""
+    def score_many(self, predictions: Sequence[str], examples: Sequence[dict]) -> list[ScoreResult]:
+        """One result per prediction, in order."""
         return [self.score(p, e) for p, e in zip(predictions, examples)]
 
     #: whether ``aggregate()["score"]`` is the mean of the scores of :meth:`averaged` (True for every
