@@ -54,7 +54,7 @@ def test_last_json_object_and_as_list():
 
 
 def _edit_distance_table(a: str, b: str) -> int:
-    """The textbook edit-distance table, row by row: the reference the bit-vector method must equal."""
+    """The textbook edit-distance table, row by row: the reference rapidfuzz's distance must equal."""
     previous = list(range(len(b) + 1))
     for i, ca in enumerate(a, 1):
         current = [i]
@@ -65,16 +65,17 @@ def _edit_distance_table(a: str, b: str) -> int:
 
 
 def test_levenshtein_equals_the_edit_distance_table():
-    """Hand cases (kitten/sitting 3, flaw/lawn 2, an emoji, empty sides) and random strings over small
-    and large alphabets, one side up to 150 characters (wider than a machine word), both orders."""
+    """Hand cases (kitten/sitting 3, flaw/lawn 2, an emoji, a lone surrogate, empty sides) and random
+    strings over small and large alphabets, one side up to 150 characters, both orders."""
     import random
 
     assert parse.levenshtein("kitten", "sitting") == 3 and parse.levenshtein("flaw", "lawn") == 2
     assert parse.levenshtein("", "abc") == parse.levenshtein("abc", "") == 3 and parse.levenshtein("", "") == 0
     assert parse.levenshtein("caf\u00e9 \U0001f600", "cafe \U0001f600!") == 2
+    assert parse.levenshtein("a\ud800b", "ab") == 1 and parse.levenshtein("\ud800", "\udc00") == 1
     rnd = random.Random(36)
     for trial in range(4000):
-        alphabet = rnd.choice(["ab", "abc", "abcdefghij", "a\u00e9\U0001f600 b"])
+        alphabet = rnd.choice(["ab", "abc", "abcdefghij", "a\u00e9\U0001f600 b\ud800"])
         longest = 150 if trial % 40 == 0 else 12
         a, b = ("".join(rnd.choice(alphabet) for _ in range(rnd.randrange(longest))) for _ in range(2))
         assert parse.levenshtein(a, b) == parse.levenshtein(b, a) == _edit_distance_table(a, b), (a, b)
