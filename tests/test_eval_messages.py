@@ -83,6 +83,9 @@ def test_bootstrap_interval_is_seeded_and_near_the_normal_one():
         mu, se = sum(scores) / len(scores), mean_stderr(scores)
         low, high = bootstrap_interval(scores)
         assert low == pytest.approx(mu - 1.96 * se, abs=0.01) and high == pytest.approx(mu + 1.96 * se, abs=0.01)
+    assert bootstrap_interval([0.25] * 40) == [0.25, 0.25] and all(type(x) is float for x in bootstrap_interval(values))
+    with pytest.raises(ValueError):  # a level outside [0, 1]: percentiles outside [0, 100]
+        bootstrap_interval([0.0, 1.0], level=1.5)
 
 
 def test_report_paths_are_absolute(data, tmp_path, monkeypatch):

@@ -55,42 +55,7 @@ def bootstrap_interval(values: Sequence[float], iters: int = BOOTSTRAP_ITERS, le
         means = np.concatenate([scores[rng.integers(0, n, size=(min(CHUNK, iters - start), n))].mean(axis=1)
                                 for start in range(0, iters, CHUNK)])
     tail = 100 * (1 - level) / 2
-    return linear_percentiles(means, [tail, 100 - tail])
-
-
-def linear_percentiles(values, percents: Sequence[float]) -> list[float]:
-    """``numpy.percentile(values, percents)`` (its default, linear method) of float64 values, as
-    floats, from one sort: numpy's own function makes some 80 Python calls for what is a sort and
-    two interpolations, more than the resampling itself costs in a report of a few thousand scores.
-    Every step is numpy's (the virtual index, its floor, and ``_lerp``'s two sides of 0.5), so the
-    digits are numpy's, but for the sign of a zero result among mixed -0.0 and 0.0 (numpy
-    partitions, this sorts; bootstrap means of scores >= 0 are never -0.0). A NaN anywhere gives
-    NaN, and a percent outside [0, 100] raises, as numpy's do. ``tests/test_eval_uncertainty.py``
-    checks both against numpy."""
-    import numpy as np
-
-    if not all(0 <= percent <= 100 for percent in percents):
-        raise ValueError(f"percentiles must be in the range [0, 100], not {list(percents)}")
-    ordered = np.sort(np.asarray(values, dtype=float).ravel()).tolist()
-    n = len(ordered)
-    if n and ordered[-1] != ordered[-1]:  # NaNs sort last
-        return [float("nan")] * len(percents)
-    out = []
-    for percent in percents:  # numpy's _quantile and _lerp, one quantile at a time
-        q = percent / 100
-        virtual = (n - 1) * q  # the linear method's virtual index
-        if virtual >= n - 1:  # at or past the last value: both neighbours the last
-            below = above = -1
-        elif virtual < 0:
-            below = above = 0
-        else:
-            below = math.floor(virtual)
-            above = below + 1
-        gamma = virtual - below
-        low, high = ordered[below], ordered[above]
-        step = high - low
-        out.append(high - step * (1 - gamma) if gamma >= 0.5 else low + step * gamma)
-    return out
+    return np.percentile(means, [tail, 100 - tail]).tolist()
 
 
 def summary(values: Sequence[float]) -> dict:
