@@ -17,7 +17,7 @@ def test_cache_retries_concurrency_and_usage(tmp_path):
     with FakeOpenAI(lambda body: "echo " + body["messages"][-1]["content"], fail_first=2, delay=0.05) as server:
         cache = tmp_path / "cache.jsonl"
         judge = JudgeClient(model="judge-x", base_url=server.base_url, api_key="k", concurrency=3,
-                            backoff=0.01, cache_path=cache, price_in=1.0, price_out=2.0)
+                            cache_path=cache, price_in=1.0, price_out=2.0)
         prompts = [f"p{i}" for i in range(8)]
         replies = judge.complete_many(prompts, max_tokens=16)
         assert replies == [f"echo p{i}" for i in range(8)]  # order kept
@@ -39,7 +39,7 @@ def test_cache_retries_concurrency_and_usage(tmp_path):
 
 def test_permanent_failure_is_counted_not_raised(tmp_path):
     with FakeOpenAI(lambda body: "x", fail_first=100, fail_status=400) as server:
-        judge = JudgeClient(model="m", base_url=server.base_url, api_key="k", backoff=0.01)
+        judge = JudgeClient(model="m", base_url=server.base_url, api_key="k")
         assert judge.complete("hello") is None
         assert judge.usage.failures == 1 and len(server.requests) == 1  # 400 is not retried
 

@@ -11,9 +11,7 @@ import hashlib
 import json
 import logging
 import os
-import random
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -30,7 +28,7 @@ class Usage:
     calls: int = 0
     cache_hits: int = 0
     failures: int = 0
-    retries: int = 0
+    retries: int = 0  # retries the answered calls took
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
@@ -84,11 +82,12 @@ class JudgeCache:
 
 
 class JudgeClient:
-    """Chat completions with a concurrency limit, retries with exponential backoff, a disk
+    """Chat completions with a concurrency limit, retries (the ``openai`` client's: connection
+    errors, 408, 409, 429 and 5xx, with exponential backoff and the server's Retry-After), a disk
     cache and a token/cost tally. ``price_in``/``price_out`` are USD per million tokens."""
 
     def __init__(self, model: str | None = None, base_url: str | None = None, api_key: str | None = None,
-                 concurrency: int = 8, max_retries: int = 5, backoff: float = 1.0,
+                 concurrency: int = 8, max_retries: int = 5,
                  cache_path: str | Path | None = None, timeout: float = 120.0,
                  price_in: float = 0.0, price_out: float = 0.0, api_type: str = "openai",
                  api_version: str | None = None):
@@ -97,7 +96,6 @@ class JudgeClient:
         self.api_key = api_key or os.environ.get("MMLB_JUDGE_API_KEY") or os.environ.get("OPENAI_API_KEY") or "EMPTY"
         self.concurrency = max(1, int(concurrency))
         self.max_retries = max_retries
-        self.backoff = backoff
         self.timeout = timeout
         self.price_in, self.price_out = price_in, price_out
         #: "azure": ``openai.AzureOpenAI`` with ``base_url`` as the Azure endpoint (MMLongBench's
@@ -118,34 +116,17 @@ class JudgeClient:
 
             if self.api_type == "azure":
                 self._client = openai.AzureOpenAI(azure_endpoint=self.base_url, api_key=self.api_key,
-                                                  api_version=self.api_version, max_retries=0, timeout=self.timeout)
+                                                  api_version=self.api_version, max_retries=self.max_retries,
+                                                  timeout=self.timeout)
             else:
                 self._client = openai.OpenAI(base_url=self.base_url, api_key=self.api_key,
-                                             max_retries=0, timeout=self.timeout)
+                                             max_retries=self.max_retries, timeout=self.timeout)
         return self._client
 
-    def _retryable(self, exc: Exception) -> bool:
-        import openai
-
-        if isinstance(exc, (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError)):
-            return True
-        status = getattr(exc, "status_code", None)
-        return isinstance(exc, openai.APIStatusError) and (status == 429 or (status or 0) >= 500)
-
     def _call(self, messages: list[dict], params: dict):
-        attempt = 0
-        while True:
-            try:
-                return self._openai().chat.completions.create(model=self.model, messages=messages, **params)
-            except Exception as exc:  # noqa: BLE001 - classified below
-                if attempt >= self.max_retries or not self._retryable(exc):
-                    raise
-                delay = self.backoff * (2 ** attempt) * (0.5 + random.random() / 2)
-                log.warning("judge call failed (%s); retry %d in %.2fs", exc, attempt + 1, delay)
-                with self._lock:
-                    self.usage.retries += 1
-                time.sleep(delay)
-                attempt += 1
+        """The reply, and the retries the client took to get it."""
+        raw = self._openai().chat.completions.with_raw_response.create(model=self.model, messages=messages, **params)
+        return raw.parse(), raw.retries_taken
 
     def endpoint(self) -> dict:
         """Where the judge answers from, as the cache key reads it (never the API key)."""
@@ -165,7 +146,7 @@ class JudgeClient:
                 self.usage.cache_hits += 1
             return hit["response"]
         try:
-            reply = self._call(messages, params)
+            reply, retries = self._call(messages, params)
         except Exception as exc:  # noqa: BLE001 - a judge outage must not kill a whole eval
             log.error("judge call failed for good: %s", exc)
             with self._lock:
@@ -177,6 +158,7 @@ class JudgeClient:
         c_tok = getattr(usage, "completion_tokens", 0) or 0
         with self._lock:
             self.usage.calls += 1
+            self.usage.retries += retries
             self.usage.prompt_tokens += p_tok
             self.usage.completion_tokens += c_tok
             self.usage.cost_usd += (p_tok * self.price_in + c_tok * self.price_out) / 1e6
