@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -308,18 +307,3 @@ def test_prefetched_without_a_pool_gives_the_same_batches_in_order():
     fed = [b.prepared for b in prefetched(source(), prepare, workers=2, depth=2, threads=0)]
     assert fed == pooled == [[f"R{i}"] for i in range(7)]
     assert _threads_named("mmlb-prepare") == 0
-
-
-def test_read_local_gives_the_whole_file_whatever_its_size_says(tmp_path):
-    """One read of fstat's size is the whole file; an empty file, a large one and a file whose size
-    says 0 but has content (Linux /proc) are read to their end, as ``open().read()`` reads them."""
-    from mmlbdata.runner.prefetch import read_local
-
-    for name, data in (("empty", b""), ("one", b"\xff"), ("big", bytes(range(256)) * 40_000)):
-        (tmp_path / name).write_bytes(data)
-        assert read_local(str(tmp_path / name)) == data
-    proc = Path("/proc/self/cmdline")
-    if proc.exists():
-        assert len(read_local(str(proc))) > 0 == proc.stat().st_size
-    with pytest.raises(FileNotFoundError):
-        read_local(str(tmp_path / "missing.jpg"))

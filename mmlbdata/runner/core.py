@@ -114,35 +114,13 @@ def done_ids(path: Path, config: str) -> set[str]:
 
 
 def iter_examples(data_dir: str | Path, config: str) -> Iterator[dict]:
-    """Rows of the config's test split with images as undecoded {"bytes", "path"} values,
-    streamed from the parquet files (no Arrow cache copy, which could also be stale): a local
-    config (files layout, plain parquet) read by pyarrow a batch at a time (:mod:`.local_rows`),
-    anything else streamed by ``datasets``."""
+    """Rows of the config's test split with images as undecoded {"bytes", "path"} values, streamed
+    by ``datasets`` from the parquet files (no Arrow cache copy, which could also be stale)."""
     import datasets
 
-    from mmlbdata.runner.local_rows import (
-        files_layout_rows,
-        local_files_layout,
-        local_parquet_files,
-        parquet_rows,
-        readme_parquet_files,
-    )
     from mmlbdata.runner.prefetch import with_image_bytes  # files layout: each image a file (a request on the Hub)
 
-    files_layout = local_files_layout(data_dir, config)
-    if files_layout is not None:
-        yield from with_image_bytes(files_layout_rows(*files_layout))
-        return
-    plain = readme_parquet_files(data_dir, config)
-    if plain is not None:
-        yield from with_image_bytes(parquet_rows(*plain))
-        return
-    builder = datasets.load_dataset_builder(str(data_dir), config)  # what load_dataset(streaming=True) does first
-    files = local_parquet_files(builder)
-    if files is not None:
-        yield from with_image_bytes(parquet_rows(files, builder.info.features))
-        return
-    ds = builder.as_streaming_dataset(split="test")
+    ds = datasets.load_dataset(str(data_dir), config, split="test", streaming=True)
     if "images" in (ds.column_names or list(ds.features or [])):
         # decode(False), not cast_column: streaming from the Hub, load_dataset adds a threaded
         # decoding step that a cast does not undo (the rows would hold PIL images)
