@@ -5,7 +5,3 @@ store) -> writer -> card. See ARCHITECTURE.md.
 """
 
 __version__ = "0.1.0"
-
-from mmlbdata import _moved
-
-_moved.install()  # old import paths (``mmlbdata.tokens``, ``mmlbdata.build`` ...) keep working, with a warning

@@ -339,9 +339,6 @@ def build_configs(names: list[str], sources: Mapping[str, os.PathLike], out_dir:
                   num_proc: int = 1, executor: Executor = run_locally, **kwargs: Any) -> list[ConfigResult]:
     """Build several configs with ``executor``: locally by default (in parallel processes when
     ``num_proc > 1``), or ``RayExecutor(address)`` from :mod:`mmlbdata.dataset.ray_build`."""
-    if isinstance(executor, str) or "ray_address" in kwargs:  # the form before executors were objects
-        raise TypeError("executors are objects now (executor='ray', ray_address=... are gone): pass "
-                        "run_locally (the default) or mmlbdata.dataset.ray_build.RayExecutor(address)")
     names = [resolve(n).name for n in names]  # fail fast on a typo, before any work
     return executor(names, sources, out_dir, num_proc=num_proc, **kwargs)
 
