@@ -22,11 +22,26 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 from PIL import Image
 
-from mmlbdata.media.stitch import CELL, CellCache, default_processes, naive_stitch, stitch, stitch_many
+from mmlbdata.media.stitch import CELL, QUALITY, CellCache, default_processes, stitch, stitch_many
+
+
+def naive_stitch(files: Sequence[str | os.PathLike], n: int, cell: int = CELL,
+                 quality: int = QUALITY) -> bytes:
+    """The straightforward approach (open, resize, paste, save): this benchmark's baseline and
+    tests/test_stitch.py's reference for what a cell should look like."""
+    canvas = Image.new("RGB", (n * cell, n * cell))
+    for k, path in enumerate(files):
+        row, col = divmod(k, n)
+        canvas.paste(Image.open(path).convert("RGB").resize((cell, cell), Image.BICUBIC),
+                     (col * cell, row * cell))
+    out = io.BytesIO()
+    canvas.save(out, "JPEG", quality=quality)
+    return out.getvalue()
 
 
 def _grids(files: list[Path], n: int, count: int, seed: int) -> list[list[Path]]:

@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     from mmlbdata.runner.core import PipelineOptions, run
     from mmlbdata.runner.hf import HFBackend
     from mmlbdata.runner.profiles import ProfileOptions, make_profile
-    from mmlbdata.runner.tiny_families import build_tiny
+    from tiny_families import build_tiny  # tests/, on the path above
 
     work = Path(args.workdir or tempfile.mkdtemp(prefix="mmlb_gpu_profile_"))
     model = build_tiny("qwen2_5_vl", work, hidden=args.hidden, layers=args.layers, heads=args.hidden // 128,

@@ -46,7 +46,7 @@ def test_profile_messages_keep_the_turns():
 
 def test_hf_backend_gives_the_profile_the_conversation(tmp_path):
     from mmlbdata.runner.hf import HFBackend
-    from mmlbdata.runner.tiny_families import build_tiny
+    from tests.tiny_families import build_tiny
     from transformers import AutoProcessor
 
     no_torchvision.install()

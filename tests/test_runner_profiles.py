@@ -1,7 +1,7 @@
 """The runner's model profiles held against MMLongBench's own wrappers (vlm_model/*.py @22b9f27),
 run unchanged from the fetched repository (tests/mmlb_official.py).
 
-For each profile, a tiny random model of the real architecture (runner/tiny_families.py) is loaded
+For each profile, a tiny random model of the real architecture (tests/tiny_families.py) is loaded
 twice: by the official ``load_LLM`` (its ``arguments.py`` parsing ``configs/<task>_all.yaml``, as
 ``eval.py`` runs it) and by ``HFBackend`` with the profile. The official ``data.py`` loads the
 release fixture of tests/test_mmlb_release.py (every MMLongBench family, at 8K and 32K) and the
@@ -29,7 +29,7 @@ from mmlbdata.runner.core import Request, config_budgets
 from mmlbdata.runner.chat import answer_prefix_for, to_content
 from mmlbdata.runner.hf import HFBackend
 from mmlbdata.runner.profiles import ProfileOptions, make_profile, profile_name_for, resolve_profile
-from mmlbdata.runner.tiny_families import build_tiny
+from tests.tiny_families import build_tiny
 from mmlbdata.sources import mmlb_release
 from test_mmlb_release import write_release
 

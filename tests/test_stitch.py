@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from mmlbdata.media.stitch import (CELL, CellCache, StitchError, draft_scale, load_cell, naive_stitch, recipe_key,
-                                   stitch, stitch_many)
+from benchmarks.bench_stitch import naive_stitch
+from mmlbdata.media.stitch import CELL, CellCache, StitchError, draft_scale, load_cell, recipe_key, stitch, stitch_many
 
 
 @pytest.fixture(scope="module")

@@ -68,9 +68,3 @@ def test_cached_produces_once_and_survives_a_new_store(tmp_path):
     shutil.rmtree(tmp_path / "objects")  # a lost object is rebuilt, not returned dangling
     third = ImageStore(tmp_path).cached("page:abc:p3:144dpi", produce)
     assert len(calls) == 2 and third.read_bytes() == _jpeg_bytes((30, 20))
-
-
-def test_put_image_is_deterministic(tmp_path):
-    img = Image.new("RGB", (40, 40), "green")
-    store = ImageStore(tmp_path)
-    assert store.put_image(img, "PNG") == store.put_image(img.copy(), "PNG")

@@ -190,12 +190,12 @@ def file_sha256(path: PathLike) -> str:
     source many times (every page of a PDF, every row reusing an image).
     """
     stat = os.stat(path)
-    return _file_sha256(os.fspath(path), stat.st_size, stat.st_mtime_ns)
+    return _file_sha256(os.fspath(path), (stat.st_size, stat.st_mtime_ns))
 
 
 @lru_cache(maxsize=4096)
-def _file_sha256(path: str, size: int, mtime_ns: int, chunk: int = 1 << 20) -> str:
-    # size and mtime_ns are not read: they are part of the cache key, so a changed file is re-hashed
+def _file_sha256(path: str, version: tuple[int, int], chunk: int = 1 << 20) -> str:
+    """``version`` (size, mtime) is only part of the memo's key: a changed file is hashed again."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         while block := handle.read(chunk):
@@ -254,16 +254,6 @@ class ImageStore:
         if not path.exists():
             _atomic_write(path, data)
         return ImageRef(str(path), width, height, digest)
-
-    def put_image(self, image, fmt: str = "PNG", **save_kwargs) -> ImageRef:
-        """Encode a PIL image deterministically and store it."""
-        import io
-
-        buffer = io.BytesIO()
-        if fmt.upper() in ("JPEG", "JPG") and image.mode not in ("RGB", "L"):
-            image = image.convert("RGB")
-        image.save(buffer, format=fmt, **save_kwargs)
-        return self.put_bytes(buffer.getvalue(), "jpg" if fmt.upper() in ("JPEG", "JPG") else fmt.lower())
 
     def _recipe_entry(self, recipe_key: str) -> Path:
         digest = hashlib.sha256(recipe_key.encode("utf-8")).hexdigest()

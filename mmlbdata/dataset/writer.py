@@ -440,13 +440,11 @@ class FilesConfigWriter:
     every config and length of a family stores an image once). New images go to this config's
     own folder; at close, under the family's lock, :func:`relayout_images` moves each image of
     the family to the partition of the configs using it and rewrites the paths.
-    Rows are buffered :data:`DEFAULT_ROW_GROUP_ROWS` at a time (no image bytes in them). The
-    embedded layout's options (``shard_bytes``, ``row_group_bytes``, ``dictionary``) have nothing
-    to bound here and are ignored, so one set of build options serves both layouts.
+    Rows are buffered :data:`DEFAULT_ROW_GROUP_ROWS` at a time (no image bytes in them).
     """
 
     def __init__(self, out_dir: os.PathLike, config: str, features: Features = FEATURES, *,
-                 image_group: str = "shared", row_group_rows: int = DEFAULT_ROW_GROUP_ROWS, **embedded_options: Any):
+                 image_group: str = "shared", row_group_rows: int = DEFAULT_ROW_GROUP_ROWS):
         self.out_dir = Path(out_dir)
         self.config = config
         self.features = features
@@ -632,6 +630,10 @@ def _is_image_list(feature: Any) -> bool:
     return isinstance(feature, (List, Sequence)) and isinstance(inner, Image)
 
 
+#: the embedded layout's size and encoding options (a files-layout build leaves them out)
+EMBEDDED_OPTIONS = ("shard_bytes", "row_group_bytes", "dictionary")
+
+
 def write_config(
     out_dir: os.PathLike,
     config: str,
@@ -650,6 +652,8 @@ def write_config(
         raise ValueError(f"unknown layout {layout!r} (one of {', '.join(LAYOUTS)})")
     check_one_layout(Path(out_dir), config, layout)
     if layout == "files":
+        for option in EMBEDDED_OPTIONS:  # one set of build options serves both layouts: these bound nothing here
+            writer_options.pop(option, None)
         writer: Any = FilesConfigWriter(out_dir, config, features, **writer_options)
     else:
         writer_options.pop("image_group", None)

@@ -125,20 +125,6 @@ class StitchError(ValueError):
     """A source image of a grid could not be decoded (the message names the file)."""
 
 
-def naive_stitch(files: Sequence[str | os.PathLike], n: int, cell: int = CELL,
-                 quality: int = QUALITY) -> bytes:
-    """The straightforward approach (open, resize, paste, save): the benchmark's baseline and the
-    tests' reference for what a cell should look like."""
-    canvas = Image.new("RGB", (n * cell, n * cell))
-    for k, path in enumerate(files):
-        row, col = divmod(k, n)
-        canvas.paste(Image.open(path).convert("RGB").resize((cell, cell), Image.BICUBIC),
-                     (col * cell, row * cell))
-    out = io.BytesIO()
-    canvas.save(out, "JPEG", quality=quality)
-    return out.getvalue()
-
-
 _CACHES: dict = {}  # one CellCache per worker process and root
 
 
