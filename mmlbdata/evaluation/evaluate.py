@@ -20,6 +20,7 @@ from mmlbdata.evaluation import uncertainty
 from mmlbdata.evaluation.metrics import get_metric
 from mmlbdata.evaluation.metrics.common import meta_of
 from mmlbdata.evaluation.metrics.registry import mean, parity_of
+from mmlbdata.official.names import CATEGORIES  # dataset-name prefix -> task category (meta["category"] wins)
 
 log = logging.getLogger(__name__)
 
@@ -216,16 +217,6 @@ def _length_names() -> dict[int, str]:
     from mmlbdata.core.lengths import ALL_LENGTHS
 
     return {v: k for k, v in ALL_LENGTHS.items()}
-
-
-#: MMLongBench's five task categories by dataset-name prefix (meta["category"] wins)
-CATEGORIES = {
-    "vh_": "NIAH", "visual_haystack": "NIAH", "mm_niah": "NIAH", "mmniah": "NIAH", "mmneedle": "NIAH",
-    "infoseek": "VRAG", "viquae": "VRAG", "vrag": "VRAG",
-    "cars196": "ICL", "food101": "ICL", "sun397": "ICL", "inat2021": "ICL", "icl": "ICL",
-    "gov_report": "Summ", "govreport": "Summ", "multi_lexsum": "Summ",
-    "mmlongdoc": "DocVQA", "longdocurl": "DocVQA", "slidevqa": "DocVQA",
-}
 
 
 def category_of(example: dict) -> str:

@@ -35,13 +35,14 @@ from mmlbdata.core.paths import resolve_inside
 from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
 from mmlbdata.dataset.writer import read_manifest
 from mmlbdata.exports import content_name, image_extension, iter_rows, selected_configs, write_image
+from mmlbdata.official import names
 from mmlbdata.sources import mmlb_release as release
 from mmlbdata.sources.docqa import LONG_FORMAT, list_answer_text
 
 logger = logging.getLogger("mmlbdata")
 
 #: family -> the release's folder for it (datasets the release does not name)
-CATEGORY = {"vh": "NIAH", "mmniah": "NIAH", "vrag": "vrag", "icl": "ICL", "summ": "summ", "docvqa": "documentQA"}
+CATEGORY = {d.family: d.folder for d in names.DATASETS}
 # the page id is there under MMLongBench protocol v1.0 only (mmlbdata.official.protocol)
 PAGE_ITEM = re.compile(r"Document (.{0,15}?)(?: \(page ([^)]*)\))?: " + re.escape(IMAGE_PLACEHOLDER) + r"$", re.DOTALL)
 PAGE_LABEL = re.compile(r" \(page [^)]*\)(?=: " + re.escape(IMAGE_PLACEHOLDER) + ")")

@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from mmlbdata.core.lengths import length_tokens, normalize_config_name, parse_config_name
+from mmlbdata.core.lengths import length_tokens, parse_config_name
+from mmlbdata.official.names import DATASETS
 
 COMMIT = "22b9f27d311b60b37a94607b7dde92becc6fc2bb"
 
@@ -52,11 +53,9 @@ class DatasetSettings:
 
 
 def _by_key() -> dict[str, tuple[str, str, int, int]]:
-    table = {}
-    for file, (datasets, generation, samples) in CONFIG_FILES.items():
-        for dataset in datasets:
-            table[normalize_config_name(dataset)] = (dataset, file, generation, samples)
-    return table
+    ours = {d.yaml_name: d.name for d in DATASETS}  # the ablation sets (text_doc, triviaqa): one name
+    return {ours.get(dataset, dataset): (dataset, file, generation, samples)
+            for file, (datasets, generation, samples) in CONFIG_FILES.items() for dataset in datasets}
 
 
 _TABLE = _by_key()

@@ -37,6 +37,7 @@ from typing import Any, Iterator, Optional
 from mmlbdata.core.report import BuildReport
 from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
 from mmlbdata.official import mmlongbench_prompts as prompts
+from mmlbdata.official import names
 from mmlbdata.official import protocol as protocols
 
 # the templates, re-exported: readers of the release (exports/mmlongbench.py) name them from here
@@ -89,29 +90,32 @@ class ReleaseFile:
                 "icl": "icl"}.get(self.kind, "ids")
 
 
+def _file(name: str, pattern: str, kind: str, paper_samples: int = 100) -> ReleaseFile:
+    """Dataset ``name``'s file in its release folder (official.names)."""
+    return ReleaseFile(names.BY_NAME[name].folder, pattern, kind, paper_samples)
+
+
 def _niah(task: str, modality: str, depth: int) -> ReleaseFile:
     kind = "niah" if modality == "text" else ("niah_count" if task == "counting" else "niah_choice")
-    return ReleaseFile("NIAH", f"{task}-{modality}_test_K{{k}}_dep{depth}.jsonl", kind, 50)
+    return _file(f"mm_niah_{task}_{modality}", f"{task}-{modality}_test_K{{k}}_dep{depth}.jsonl", kind, 50)
 
 
 #: our dataset name -> its release file (scripts/generate_configs.py, master_mapping)
 RELEASE_FILES: dict[str, ReleaseFile] = {
-    "infoseek": ReleaseFile("vrag", "infoseek_K{k}_dep3.jsonl", "vrag", 100),
-    "viquae": ReleaseFile("vrag", "viquae_K{k}_dep6.jsonl", "vrag", 100),
-    "vh_single": ReleaseFile("NIAH", "vh_single_test_1000_K{k}_dep6.jsonl", "vh", 100),
-    "vh_multi": ReleaseFile("NIAH", "vh_multi_test_1000_K{k}_dep3.jsonl", "vh", 100),
+    "infoseek": _file("infoseek", "infoseek_K{k}_dep3.jsonl", "vrag"),
+    "viquae": _file("viquae", "viquae_K{k}_dep6.jsonl", "vrag"),
+    "vh_single": _file("vh_single", "vh_single_test_1000_K{k}_dep6.jsonl", "vh"),
+    "vh_multi": _file("vh_multi", "vh_multi_test_1000_K{k}_dep3.jsonl", "vh"),
     "mm_niah_retrieval_text": _niah("retrieval", "text", 6),
     "mm_niah_counting_text": _niah("counting", "text", 3),
     "mm_niah_reasoning_text": _niah("reasoning", "text", 3),
     "mm_niah_retrieval_image": _niah("retrieval", "image", 6),
     "mm_niah_counting_image": _niah("counting", "image", 3),
     "mm_niah_reasoning_image": _niah("reasoning", "image", 6),
-    **{name: ReleaseFile("ICL", f"{name}_K{{k}}.json", "icl", 100)
-       for name in ("cars196", "food101", "inat2021", "sun397")},
-    "gov_report": ReleaseFile("summ", "gov_K{k}.jsonl", "gov", 100),
-    "multi_lexsum": ReleaseFile("summ", "lexsum_K{k}.jsonl", "lexsum", 100),
-    **{name: ReleaseFile("documentQA", f"{name}_K{{k}}.jsonl", "docqa", 100)
-       for name in ("longdocurl", "mmlongdoc", "slidevqa")},
+    **{name: _file(name, f"{name}_K{{k}}.json", "icl") for name in names.in_category("ICL")},
+    "gov_report": _file("gov_report", "gov_K{k}.jsonl", "gov"),
+    "multi_lexsum": _file("multi_lexsum", "lexsum_K{k}.jsonl", "lexsum"),
+    **{name: _file(name, f"{name}_K{{k}}.jsonl", "docqa") for name in names.in_category("DocVQA")},
 }
 #: the paper's ablation sets (data.py load_text_rag / load_vrag_occlusion / load_text_doc_qa); their
 #: file names are in no official script, so a build names the file (option release_file)

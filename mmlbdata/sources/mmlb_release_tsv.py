@@ -38,6 +38,7 @@ from typing import Any, Iterator, Optional
 
 from mmlbdata.core.report import BuildReport
 from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
+from mmlbdata.official import names
 from mmlbdata.official import protocol as protocols
 from mmlbdata.sources import mmlb_release as release
 from mmlbdata.sources.lineschema import Schema, problem
@@ -54,22 +55,14 @@ COLUMNS = ("index", "question_id", "question", "answer", "image_path", "mmlb_sub
            "source_dataset", "question_type", "tags", "extra_info")
 #: mmlongbench.py DATASET_SETS: the subset of each task per TSV
 SUBSETS: dict[str, dict[str, str]] = {
-    "32K": {t: f"{t}_32" for t in ("vrag", "NIAH", "ICL", "summ", "documentQA")},
-    "128K": {t: f"{t}_128" for t in ("vrag", "NIAH", "ICL", "summ", "documentQA")},
+    "32K": {t: f"{t}_32" for t in names.FOLDERS},
+    "128K": {t: f"{t}_128" for t in names.FOLDERS},
     **{label: {"vrag": f"vrag_{n}_sr50", "NIAH": f"NIAH_{n}_sr25", "ICL": f"ICL_{n}_sr50",
                "summ": f"summ_{n}_sr50", "documentQA": f"documentQA_{n}_sr50"}
        for label, n in (("256K", 256), ("512K", 512))},
 }
 #: (task, source_dataset) of the TSV -> our dataset name (its key in mmlb_release.RELEASE_FILES)
-DATASET_OF: dict[tuple[str, str], str] = {
-    ("vrag", "infoseek"): "infoseek", ("vrag", "viquae"): "viquae",
-    ("NIAH", "vh_single"): "vh_single", ("NIAH", "vh_multi"): "vh_multi",
-    **{("NIAH", f"{task}-{modality}"): f"mm_niah_{task}_{modality}"
-       for task in ("retrieval", "counting", "reasoning") for modality in ("text", "image")},
-    **{("ICL", name): name for name in ("cars196", "food101", "inat2021", "sun397")},
-    ("summ", "gov"): "gov_report", ("summ", "lexsum"): "multi_lexsum",
-    **{("documentQA", name): name for name in ("mmlongdoc", "longdocurl", "slidevqa")},
-}
+DATASET_OF: dict[tuple[str, str], str] = {(d.folder, d.tsv_name): d.name for d in names.DATASETS}
 TSV_DATASETS = frozenset(DATASET_OF.values())  # the ablation sets (triviaqa, occ_vrag, text_doc) are not in it
 TSV_IMAGE_TOKEN = "<image token>"
 #: the protocol (mmlbdata.official.protocol) of the TSVs' prompts: build_mmlongbench_tsv.py assembles documentQA as

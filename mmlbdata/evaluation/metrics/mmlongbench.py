@@ -17,6 +17,7 @@ from mmlbdata.evaluation.metrics import official as off
 from mmlbdata.evaluation.metrics.common import best_of, golds, meta_of, official_result
 from mmlbdata.evaluation.metrics.registry import Metric, ScoreResult, register
 from mmlbdata.official.mmlongbench_prompts import answer_prefix, doc_question
+from mmlbdata.official.names import in_category
 from mmlbdata.sources.docqa import LONG_FORMAT
 
 
@@ -340,7 +341,7 @@ class DocQA(MMLongBenchMetric):
 
 #: data.py @22b9f27 ``load_data`` L632-636: the judge scores these datasets only (``text_doc``, the
 #: OCR-text ablation, keeps the rules of ``load_text_doc_qa``)
-JUDGED_DATASETS = ("longdocurl", "mmlongdoc", "slidevqa")
+JUDGED_DATASETS = in_category("DocVQA")
 
 
 def uses_judge(example: dict) -> bool:
