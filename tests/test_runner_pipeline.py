@@ -277,6 +277,32 @@ def test_local_and_embedded_images_are_read_without_a_pool_remote_ones_with_one(
     assert pooled == seen and _threads_named("mmlb-images") == 0  # the pool is shut down with the generator
 
 
+def test_rows_with_nothing_to_read_are_passed_on_at_once(tmp_path, monkeypatch):
+    """An embedded-layout config (every image's bytes in the row) or a text-only one: each row comes
+    out before the next is pulled from the stream, not after the whole config was read (that held
+    every row of a 128K config, gigabytes, before the model got its first). Behind a reading pool,
+    at most ``ahead`` rows wait, with or without images."""
+    from mmlbdata.runner import prefetch
+
+    pulled = []
+
+    def stream(rows):
+        for row in rows:
+            pulled.append(row["id"])
+            yield row
+
+    embedded = [{"id": f"e{i}", "images": [{"bytes": b"x", "path": None}]} for i in range(5)]
+    for row in prefetch.with_image_bytes(stream(embedded)):
+        assert pulled[-1] == row["id"]
+    local = tmp_path / "a.jpg"
+    local.write_bytes(b"a")
+    monkeypatch.setattr(prefetch, "reader_threads", lambda path: 2)  # a pool, as for remote paths
+    pulled.clear()
+    mixed = [{"id": "r0", "images": [{"bytes": None, "path": str(local)}]}] + [{"id": f"t{i}"} for i in range(20)]
+    for row in prefetch.with_image_bytes(stream(mixed), ahead=4):
+        assert len(pulled) - pulled.index(row["id"]) <= 5, (row["id"], pulled)
+
+
 def test_prepare_threads_follow_the_backend_and_the_cores(monkeypatch):
     """No ``prepare``: the feeder hands batches on itself (no pool); otherwise ``--workers`` capped at
     the usable cores; 0 stays the serial path."""

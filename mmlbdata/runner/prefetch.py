@@ -107,16 +107,16 @@ def with_image_bytes(rows: Iterable[dict], column: str = "images", *, threads: i
                     if not inline:
                         pool = ThreadPoolExecutor(max_workers=count, thread_name_prefix="mmlb-images")
             if inline:
-                while pending:  # rows seen before the first image to read: nothing of theirs is read
-                    yield _filled(*pending.popleft(), column)
                 yield _read_now(row, column)
                 continue
-            futures = [pool.submit(read_image, image) if needs_read(image) else None for image in images] \
-                if pool is not None else []
+            if pool is None:  # nothing read so far (embedded bytes): the row as it is, no waiting
+                yield row
+                continue
+            futures = [pool.submit(read_image, image) if needs_read(image) else None for image in images]
             if pending:
                 waiting += len(futures)
             pending.append((row, futures))
-            while len(pending) > 1 and waiting >= ahead:
+            while len(pending) > 1 and (waiting >= ahead or len(pending) > ahead):  # rows without images too
                 yield _filled(*pending.popleft(), column)
                 waiting -= len(pending[0][1])
         while pending:
