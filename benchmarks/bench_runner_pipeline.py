@@ -1,6 +1,18 @@
-"""Does ``mmlb run`` keep the model busy? Serial stages against the prefetching pipeline (CPU only).
+"""Does ``mmlb run`` keep the model busy? (CPU only)
 
-    python -m benchmarks.bench_runner_pipeline [--rows 48] [--images 8] [--batch-size 2] [--repeats 3]
+    python -m benchmarks.bench_runner_pipeline [--only stages,waiting] [--rows 48] [--images 8]
+        [--batch-size 2] [--repeats 3] [--vh-images 1500] [--vh-questions 17] [--work DIR]
+
+Part 1, **waiting** (the user's target): ``mmlb run`` on ``vh_single_128k`` (``--vh-questions`` x 6
+rows over a generated COCO-size source of ``--vh-images`` photos, ``bench_layout.make_source``) and
+``mmlongdoc_128k`` (the 8 shared MMLongBench-Doc PDFs, 58 rows), built by the real builders in both
+layouts, with a stand-in model that takes 50 ms per example and needs no preparation (the feeder
+thread streams the rows with ``datasets`` and reads each image's bytes ahead of it): the share of
+the run's wall time the model waited for its input, and apart from the first batch's wait (the
+one-off opening of the stream: ``datasets`` resolving the config's data files, every image file of
+its partitions in the files layout). ``--work`` keeps the built folders for the next run.
+
+Part 2, **stages**: serial stages against the prefetching pipeline.
 
 Builds a Visual-Haystack-shaped config from the shared COCO images (``$MMLB_TEST_DATA``) in a
 temporary folder and a tiny random LLaVA whose processor works at 336 px (LLaVA-1.5's input), so
@@ -35,6 +47,55 @@ from mmlbdata.runner.hf import HFBackend
 from mmlbdata.runner.smoke import write_built
 
 CONFIG = "vh_single_8k"
+MODEL_SECONDS = 0.05  # the stand-in model's time per example (part 1)
+
+
+class StandInModel:
+    """A model that takes :data:`MODEL_SECONDS` per example and has no ``prepare``: what waits for
+    input here is the reading alone (rows streamed, image bytes read)."""
+
+    def generate(self, requests):
+        time.sleep(MODEL_SECONDS * len(requests))
+        return [Generation("no", 1, 1) for _ in requests]
+
+
+def build_128k(work: Path, layout: str, vh_images: int, vh_questions: int) -> Path:
+    """vh_single_128k and mmlongdoc_128k in ``layout`` (kept in ``work`` for the next run)."""
+    from benchmarks.bench_layout import make_source
+    from mmlbdata.dataset.build import build_all
+
+    data, folder = test_data(), work / f"built-{layout}"
+    coco = work / f"coco_synthetic_{vh_images}"
+    if not coco.exists():
+        make_source(coco, vh_images)
+    sources = {"coco": coco, "mmlongbench_doc": data / "mmlongbench_doc"}
+    for config, options in (("vh_single_128k", {"num_questions": vh_questions}), ("mmlongdoc_128k", {})):
+        [result] = build_all([config], sources, folder, tokenizer=data / "llama2" / "tokenizer.model",
+                             store_root=work / "store", progress=False, layout=layout, options=options)
+        if not result.ok:
+            raise SystemExit(f"{config} ({layout}): {result.error}")
+    return folder
+
+
+def waiting(work: Path, vh_images: int, vh_questions: int) -> list[dict]:
+    """Part 1: per layout and config, the model's wait for input (a warm run first: imports, page cache)."""
+    rows = []
+    for layout in ("files", "embedded"):
+        folder = build_128k(work, layout, vh_images, vh_questions)
+        for config in ("vh_single_128k", "mmlongdoc_128k"):
+            for attempt in ("warm", "timed"):
+                out, profile = work / f"{layout}-{config}.jsonl", work / f"{layout}-{config}.profile.jsonl"
+                out.unlink(missing_ok=True)
+                profile.unlink(missing_ok=True)
+                stats = run(StandInModel(), folder, [config], out, pipeline=PipelineOptions(profile=str(profile)))
+            batches = [json.loads(line) for line in profile.read_text().splitlines()]
+            waits = [b["waited"] for b in batches]
+            rows.append({"layout": layout, "config": config, "rows": stats.examples,
+                         "wall s": f"{stats.seconds:.2f}", "model s": f"{MODEL_SECONDS * stats.examples:.2f}",
+                         "waited s": f"{sum(waits):.3f}", "waited % of wall": f"{100 * sum(waits) / stats.seconds:.2f}",
+                         "opening s (1st batch)": f"{waits[0]:.3f}",
+                         "waited % after the 1st": f"{100 * sum(waits[1:]) / stats.seconds:.2f}"})
+    return rows
 
 
 class SleepingGenerator(HFBackend):
@@ -112,6 +173,10 @@ def prepare_pools(backend, model: str, built: Path, batch_size: int) -> list[dic
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--only", default="waiting,stages", help="comma list of parts: waiting, stages")
+    p.add_argument("--vh-images", type=int, default=1500, help="generated COCO-size photos for vh_single_128k")
+    p.add_argument("--vh-questions", type=int, default=17, help="vh_single_128k questions (6 rows each)")
+    p.add_argument("--work", default=None, help="folder for the built 128K configs (kept; default: temporary)")
     p.add_argument("--rows", type=int, default=48)
     p.add_argument("--images", type=int, default=8, help="COCO images per row")
     p.add_argument("--batch-size", type=int, default=2)
@@ -119,9 +184,19 @@ def main() -> None:
     p.add_argument("--generate-seconds", type=float, default=None,
                    help="sleep per batch (default: the serial run's preparation time per batch)")
     args = p.parse_args()
+    parts = set(args.only.split(","))
     work = Path(tempfile.mkdtemp(prefix="bench_runner_"))
     try:
-        measure(args, work)
+        if "waiting" in parts:
+            kept = Path(args.work) if args.work else work
+            kept.mkdir(parents=True, exist_ok=True)
+            rows = waiting(kept, args.vh_images, args.vh_questions)
+            print(f"1. A stand-in model of {MODEL_SECONDS * 1000:.0f} ms per example: its wait for input", flush=True)
+            print(table(rows, list(rows[0])), flush=True)
+            print()
+        if "stages" in parts:
+            print("2. Serial stages against the pipeline", flush=True)
+            measure(args, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
