@@ -1,42 +1,25 @@
-"""Scoring and reading against the benchmarks' own code, side by side: CPU-time ratios (ours / official).
+"""Scoring against the benchmarks' own code, side by side: CPU-time ratios (ours / official).
 
-    python -m benchmarks.bench_vs_official [--n 3000] [--rounds 3] [--whole-n 1000] [--reader-rows 48]
-                                           [--only metrics,engine,whole,reader] [--in-process]
+    python -m benchmarks.bench_vs_official [--n 3000] [--rounds 3] [--whole-n 1000] [--only metrics,whole]
 
 The same generated inputs (``benchmarks/parity_pairs.py``'s pairs: realistic and adversarial
 answers) go to this library and to the official functions, run unchanged from the fetched
 mirrors (``benchmarks/official_code.py``; nothing official is in this repository). Each round runs
 both sides of every row one after the other, alternating which goes first (a side's time in a
-round: the least of up to 5 runs within 0.25 s of CPU, for the reader's rows up to 15 within 1 s;
-one run for the processes); the table gives
-the median ratio of CPU time (ours / official) over the rounds and its range. Each metric path's
-rows are measured in a process of their own (``--in-process``: all in this one). Four parts:
+round: the least of up to 5 runs within 0.25 s of CPU; one run for the processes); the table gives
+the median ratio of CPU time (ours / official) over the rounds and its range. Two parts:
 
+* **whole** (the user's figure: the target is a ratio at or under 1.0): ``mmlb eval --parity
+  official`` as a process over 11 built configs vs a process that runs the official evaluation
+  over the same predictions (MMLongBench's loaders read their gold with ``load_dataset("json")``
+  as ``data.py`` does, then eval.py's loop L76-82 and L120: post_process, metric lists,
+  ``np.mean``; MMNeedle's loop over its response files; MMLongBench-Doc's ``eval_score`` over its
+  samples and ``eval_acc_and_f1``), CPU time of the children;
 * **metric**: ``get_metric(name, parity="official").score_many`` vs the function the official
   evaluation calls per example (MMLongBench ``data.py``'s ``post_process`` on the runner's text
   ``system_template + output``; MMLongBench-Doc ``eval_score``; MMNeedle ``evaluate.py`` /
   ``evaluate_multi.py``'s per-response loop; ReadBench ``eval_mmlu`` / ``eval_babi`` /
-  ``eval_longbench``), ``--n`` pairs per path;
-* **engine**: ``evaluate_config`` on one config of those pairs (per-example scores, aggregates,
-  category/length/group tables, problems) vs the official per-example loop and its averages
-  (eval.py L76-82 and L120: post_process, metric lists, ``np.mean``); for MMNeedle also a row
-  "scores given", where the metric answers from results worked out beforehand: the engine's own
-  features (ids matched, report rows, aggregates, stderr and interval, tables) against the whole
-  official loop;
-* **whole**: ``mmlb eval --parity official`` as a process over 11 built configs vs a process that
-  runs the official evaluation over the same predictions (MMLongBench's loaders read their gold
-  with ``load_dataset("json")`` as ``data.py`` does, then the loop above; MMNeedle's loop over its
-  response files; MMLongBench-Doc's ``eval_score`` over its samples), CPU time of the children;
-* **reader**: ``mmlb run``'s reading without a model (``runner.core.run`` with a backend that
-  answers at once: streaming, image bytes read ahead, batching, the pipeline threads, the
-  predictions file) vs ``data.py``'s ``load_visual_haystack`` (``load_dataset("json")`` + its
-  ``map``) and reading every image file its rows list, on the same Visual Haystack rows of real
-  COCO images (``$MMLB_TEST_DATA/coco_mini``); a second row times ``mmlb run --workers 0`` (no
-  thread reading ahead of generation: what that thread costs, a feature the official side as
-  timed here lacks; eval.py's DataLoader reads ahead in worker processes this does not count);
-  a third row reads the same rows stored as ``mmlb build`` stores them by default (the files
-  layout: a metadata parquet and the images under images/, through datasets' folder-based
-  builder), where the first two read a plain parquet whose rows hold the images' paths.
+  ``eval_longbench``), ``--n`` pairs per path: where a path's cost comes from, not a goal.
 
 A ratio above 1.0 means this library needs more CPU than the official code for the same work.
 Timings on a shared machine are noisy: read the medians.
@@ -199,48 +182,11 @@ def our_metric(pairs: Pairs) -> Sequence:
     return get_metric(pairs.metric, parity="official").score_many(pairs.predictions, pairs.examples)
 
 
-# --- the engine ----------------------------------------------------------------------------------
-
-def engine_examples(pairs: Pairs) -> tuple[list[dict], dict[str, dict]]:
-    """The pairs as one built config's rows and its predictions file's rows."""
+def engine_examples(pairs: Pairs) -> list[dict]:
+    """The pairs as one built config's rows."""
     dataset = OFFICIAL[pairs.path][2]
-    examples = [{**e, "dataset": dataset, "length": 8192, "metric": pairs.metric,
-                 "meta": e.get("meta", "{}"), "question": e.get("question", "")} for e in pairs.examples]
-    predictions = {e["id"]: {"id": e["id"], "prediction": p} for e, p in zip(examples, pairs.predictions)}
-    return examples, predictions
-
-
-def our_engine(examples, predictions):
-    from mmlbdata.evaluation.evaluate import evaluate_config
-
-    return evaluate_config(examples, predictions, {"*": {"parity": "official"}})  # it only adds "_row", the same each time
-
-
-@contextlib.contextmanager
-def scores_given(pairs: Pairs):
-    """The engine with the metric's ``score_many`` answering from results worked out beforehand:
-    what the engine's own features cost (ids matched, report rows, aggregates, stderr and
-    interval, tables), set against the whole official loop. MMNeedle's loop is the leanest of the
-    official evaluations (about 1 us per example), so that is where those features weigh most."""
-    from mmlbdata.evaluation.metrics import get_metric
-
-    metric = get_metric(pairs.metric, parity="official")
-    results = metric.score_many(pairs.predictions, pairs.examples)
-    cls = type(metric)
-    original = cls.__dict__.get("score_many")  # None: inherited
-
-    def given(self, predictions, examples):
-        assert predictions == pairs.predictions, "the engine asked for other predictions than the pairs'"
-        return results
-
-    cls.score_many = given
-    try:
-        yield
-    finally:
-        if original is None:
-            del cls.score_many
-        else:
-            cls.score_many = original
+    return [{**e, "dataset": dataset, "length": 8192, "metric": pairs.metric, "meta": e.get("meta", "{}"),
+             "question": e.get("question", "")} for e in pairs.examples]
 
 
 def official_engine(path: str, predictions: list[str], items: list[dict]) -> dict:
@@ -312,18 +258,9 @@ class Rows:
         for side, fn in (sides if round_no % 2 == 0 else sides[::-1]):
             self.times[key][side].append(fn())
 
-    def merge(self, other: dict) -> None:
-        """Add the rows another process measured (``as_json``'s output)."""
-        for part, name in other["order"]:
-            self.order.append((part, name))
-            self.times[f"{part}|{name}"] = other["times"][f"{part}|{name}"]
-
-    def as_json(self) -> str:
-        return json.dumps({"order": self.order, "times": self.times})
-
     def render(self) -> str:
         rows = []
-        parts = ("metric", "engine", "whole", "reader")
+        parts = ("whole", "metric")
         for part, name in sorted(self.order, key=lambda row: parts.index(row[0])):  # stable: paths keep their order
             t = self.times[f"{part}|{name}"]
             ratios = [o / max(f, 1e-9) for o, f in zip(t["ours"], t["official"])]
@@ -350,7 +287,7 @@ def write_whole(root: Path, n: int) -> tuple[Path, Path, Path]:
     official.mkdir(parents=True, exist_ok=True)
     for path in WHOLE_PATHS:
         pairs = make_pairs(path, n, seed="whole")
-        examples, _ = engine_examples(pairs)
+        examples = engine_examples(pairs)
         config = f"{path.replace('_', '')}_8k"
         rows = []
         for e in examples:
@@ -392,136 +329,21 @@ def official_whole(folder: str) -> None:
     json.dump({k: {m: float(np.round(v, 4)) for m, v in r.items()} for k, r in report.items()}, sys.stdout)
 
 
-# --- reader -------------------------------------------------------------------------------------
-
-def write_reader(root: Path, rows: int, images: int) -> tuple[Path, Path, Path]:
-    """Visual Haystack rows of ``images`` COCO files each: a built folder (files layout: each image
-    a path) and the official release's JSONL (``ctxs``: the image names) beside the image folder."""
-    from benchmarks._util import test_data
-    from mmlbdata.runner.smoke import write_built
-
-    coco = test_data() / "coco_mini" / "val2017"
-    pics = sorted(p.name for p in coco.glob("*.jpg"))
-    built_rows, release = [], []
-    for i in range(rows):
-        names = [pics[(i * images + j) % len(pics)] for j in range(images)]
-        built_rows.append({"id": f"vh{i}", "dataset": "vh_single", "length": 8192, "num_tokens": 8000,
-                           "prompt": "<image>" * images + f"\nQuestion {i}: is there a dog?",
-                           "images": [{"bytes": None, "path": str(coco / n)} for n in names],
-                           "question": "Is there a dog?", "answers": ["yes" if i % 2 else "no"],
-                           "metric": "binary_acc", "meta": "{}"})
-        release.append({"id": f"vh{i}", "question": "Is there a dog?", "answer": "yes" if i % 2 else "no",
-                        "ctxs": names})
-    built = write_built(root / "built", {"vhsingle_8k": built_rows})
-    (root / "release").mkdir(exist_ok=True)
-    with open(root / "release" / "vh.jsonl", "w", encoding="utf-8") as f:
-        f.writelines(json.dumps(r) + "\n" for r in release)
-    return built, root / "release", coco
-
-
-def write_reader_files_layout(root: Path, built: Path) -> Path:
-    """The same rows as ``mmlb build`` stores them by default (the files layout: a metadata parquet
-    and one copy of each image under images/, read back by datasets' folder-based builder)."""
-    import datasets
-
-    from mmlbdata.core.schema import make_example
-    from mmlbdata.core.store import ImageStore
-    from mmlbdata.dataset.build import store_config
-
-    store, refs = ImageStore(root / "store"), {}
-
-    def rows():
-        for row in datasets.load_dataset(str(built), "vhsingle_8k", split="test", streaming=True).decode(False):
-            for image in row["images"]:
-                if image["path"] not in refs:
-                    refs[image["path"]] = store.put_bytes(Path(image["path"]).read_bytes(), "jpg")
-            yield make_example(**{**row, "images": [refs[image["path"]] for image in row["images"]],
-                                  "meta": json.loads(row["meta"])})
-
-    store_config(root / "built_files", "vhsingle_8k", rows(), manifest={"family": "vh"}, layout="files")
-    return root / "built_files"
-
-
-class _Answering:
-    """A backend that answers every request at once (no prepare: nothing to decode for it)."""
-
-    def generate(self, requests):
-        from mmlbdata.runner.core import Generation
-
-        return [Generation("no", 1, 1) for _ in requests]
-
-
-def our_reader(built: Path, out: Path, workers: int = 2) -> None:
-    """``mmlb run`` (``--workers 2``, its default: a thread reads ahead of generation; 0: the serial
-    path, which the second reader row times to show what that thread costs)."""
-    from mmlbdata.runner.core import PipelineOptions, run
-
-    if out.exists():
-        out.unlink()
-    # batch size 1: mmlb run's default, eval.py's DataLoader's
-    run(_Answering(), built, ["vhsingle_8k"], out, pipeline=PipelineOptions(workers=workers))
-
-
-def official_reader(release: Path, images: Path) -> None:
-    """data.py load_visual_haystack (json + map; the datasets cache warm, as from a second run),
-    then each row's image files read and held until the next row (what a reader that hands a row's
-    images to the model at least does; eval.py's DataLoader then decodes them in prepare_inputs)."""
-    args = argparse.Namespace(test_file_root=str(release), image_file_root=str(images), preprocessing_num_workers=1)
-    data = oc.mmlongbench()[1].load_visual_haystack(args, "vh.jsonl")["data"]
-    for index in range(len(data)):
-        row = []
-        for image in data[index]["image_list"]:
-            with open(image, "rb") as handle:
-                row.append(handle.read())
-
-
 # --- main -------------------------------------------------------------------------------------
 
 def run_metrics(rows: Rows, n: int, rounds: int, paths: list[str]) -> None:
     inputs = {path: make_pairs(path, n) for path in paths}
     items = {path: official_items(p) for path, p in inputs.items()}
-    # both sides' inputs built once, here, side by side: built per round, the engine's landed in a heap
-    # fragmented by the rounds before. Part of why the engine rows depend on how many paths run (BABILong,
-    # same code: 1.02 with 2 paths, 1.2 with all 15 before this, 1.14 after)
-    engine_inputs = {path: engine_examples(p) for path, p in inputs.items()}
     for path in paths:  # warm both sides (imports, compiled patterns, the official modules)
         warm = make_pairs(path, 5)
         our_metric(warm)
-        our_engine(*engine_examples(warm))
-        official_engine(path, warm.predictions, official_items(warm))
-    gc.collect()
-    gc.freeze()  # the inputs of every path live to the end: a full collection need not walk them on either side's clock
+        OFFICIAL[path][0](warm.predictions, official_items(warm))
     for round_no in range(rounds):
         for path in paths:
             pairs = inputs[path]
             rows.measure("metric", path, lambda: cpu(lambda: our_metric(pairs)),
                          lambda: cpu(lambda: OFFICIAL[path][0](pairs.predictions, items[path])), round_no)
-        for path in paths:
-            examples, predictions = engine_inputs[path]
-            rows.measure("engine", path, lambda: cpu(lambda: our_engine(examples, predictions)),
-                         lambda: cpu(lambda: official_engine(path, inputs[path].predictions, items[path])), round_no)
-        for path in [p for p in paths if p.startswith("mmneedle")]:
-            examples, predictions = engine_inputs[path]
-            with scores_given(inputs[path]):
-                rows.measure("engine", f"{path}, scores given", lambda: cpu(lambda: our_engine(examples, predictions)),
-                             lambda: cpu(lambda: official_engine(path, inputs[path].predictions, items[path])),
-                             round_no)
-        print(f"round {round_no + 1}/{rounds}: metrics and engine done", file=sys.stderr)
-
-
-def run_metrics_apart(rows: Rows, n: int, rounds: int, paths: list[str]) -> None:
-    """:func:`run_metrics` for each path in a process of its own. In one process the engine rows
-    depend on which paths ran before them (the same code: BABILong's engine 0.95 alone, 1.14 after
-    the other 14 paths' rows; the official side barely moves): the heap those rows churned, not
-    the path's own work. Both sides of a row still run in one process, alternating."""
-    for path in paths:
-        command = [sys.executable, "-m", "benchmarks.bench_vs_official", "--only", "metrics", "--path", path,
-                   "--n", str(n), "--rounds", str(rounds), "--in-process", "--rows-json"]
-        done = subprocess.run(command, capture_output=True, text=True)
-        if done.returncode:
-            sys.exit(f"bench_vs_official: the {path} rows failed:\n{done.stderr[-4000:]}")
-        rows.merge(json.loads(done.stdout.strip().splitlines()[-1]))  # the official code may print before it
-        print(f"{path}: metric and engine rows done", file=sys.stderr)
+        print(f"round {round_no + 1}/{rounds}: metrics done", file=sys.stderr)
 
 
 def run_whole(rows: Rows, n: int, rounds: int, work: Path) -> None:
@@ -538,43 +360,15 @@ def run_whole(rows: Rows, n: int, rounds: int, work: Path) -> None:
         print(f"round {round_no + 1}/{rounds}: whole process done", file=sys.stderr)
 
 
-#: each side of a reader row reads some 150 MB of image files per run (48 rows x 20 COCO images, from
-#: the page cache): the copying moves with the shared machine's memory traffic more than anything
-#: else timed here (one run's ratio moved 0.8-1.2 with no code change), so its least is taken over
-#: more runs
-READER_RUNS = {"budget": 1.0, "most": 15}
-
-
-def run_reader(rows: Rows, n_rows: int, images: int, rounds: int, work: Path) -> None:
-    built, release, coco = write_reader(work / "reader", n_rows, images)
-    files_layout = write_reader_files_layout(work / "reader", built)
-    our_reader(built, work / "warm.jsonl")
-    our_reader(files_layout, work / "warm.jsonl")
-    official_reader(release, coco)
-    for round_no in range(rounds):
-        for folder, workers, how in ((built, 2, ""), (built, 0, ", --workers 0"), (files_layout, 2, ", files layout")):
-            rows.measure("reader", f"vh 8k, {n_rows} rows x {images} images{how}",
-                         lambda: cpu(lambda: our_reader(folder, work / "reader.jsonl", workers), **READER_RUNS),
-                         lambda: cpu(lambda: official_reader(release, coco), **READER_RUNS), round_no)
-        print(f"round {round_no + 1}/{rounds}: reader done", file=sys.stderr)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--n", type=int, default=3000, help="pairs per metric path (default 3000)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--whole-n", type=int, default=1000, help="predictions per config in the whole run (11 configs)")
-    parser.add_argument("--reader-rows", type=int, default=48)
-    parser.add_argument("--reader-images", type=int, default=20, help="images per row (about 8K tokens of COCO)")
     parser.add_argument("--path", action="append", choices=sorted(OFFICIAL), help="only these metric paths")
-    parser.add_argument("--only", default="metrics,engine,whole,reader",
-                        help="comma list of parts (metrics includes the engine)")
-    parser.add_argument("--in-process", action="store_true",
-                        help="measure every metric path in this process (default: a process per path, see "
-                             "run_metrics_apart)")
+    parser.add_argument("--only", default="whole,metrics", help="comma list of parts: whole, metrics")
     parser.add_argument("--official-whole", help=argparse.SUPPRESS)
-    parser.add_argument("--rows-json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.official_whole:
         official_whole(args.official_whole)
@@ -584,22 +378,12 @@ def main(argv: list[str] | None = None) -> int:
     rows = Rows()
     try:
         with tempfile.TemporaryDirectory(prefix="mmlb_vs_official_") as tmp:
-            work = Path(tmp)
-            if parts & {"metrics", "engine"}:
-                paths = args.path or list(OFFICIAL)
-                if args.in_process or len(paths) == 1:
-                    run_metrics(rows, args.n, args.rounds, paths)
-                else:
-                    run_metrics_apart(rows, args.n, args.rounds, paths)
             if "whole" in parts:
-                run_whole(rows, args.whole_n, args.rounds, work)
-            if "reader" in parts:
-                run_reader(rows, args.reader_rows, args.reader_images, args.rounds, work)
+                run_whole(rows, args.whole_n, args.rounds, Path(tmp))
+            if "metrics" in parts:
+                run_metrics(rows, args.n, args.rounds, args.path or list(OFFICIAL))
     except oc.Missing as exc:
         sys.exit(f"bench_vs_official: {exc}")
-    if args.rows_json:
-        print(rows.as_json())
-        return 0
     print(f"CPU seconds, median of {args.rounds} alternating rounds; ratio = ours / official (<= 1.0: not slower)")
     print(rows.render())
     return 0

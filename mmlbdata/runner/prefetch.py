@@ -41,10 +41,9 @@ def reader_threads(path: str) -> int:
     """Threads that read images like ``path`` (0: read in the caller's thread). Remote ones
     (``hf://``, URLs) wait on round trips, so :data:`DEFAULT_THREADS` overlap them. A local file
     is a copy out of the page cache: CPU work that a pool only makes dearer (bytes allocated in a
-    worker's malloc arena and freed by the consumer: benchmarks/bench_vs_official.py's reader,
-    960 COCO files held a few rows ahead, 24 ms of CPU read inline, 72-83 ms from a pool of 1-2
-    threads on 2 cores), so it is read where it is used; ``mmlb run`` reads in its feeder thread,
-    beside generation (``pipeline.prefetched``)."""
+    worker's malloc arena and freed by the consumer: 960 COCO files held a few rows ahead, 24 ms of
+    CPU read inline, 72-83 ms from a pool of 1-2 threads on 2 cores), so it is read where it is
+    used; ``mmlb run`` reads in its feeder thread, beside generation (``pipeline.prefetched``)."""
     return DEFAULT_THREADS if is_remote(path) else 0
 
 
