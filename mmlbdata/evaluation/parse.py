@@ -11,7 +11,6 @@ import random
 import re
 import string
 from collections import Counter
-from functools import lru_cache
 from typing import Sequence
 
 from rapidfuzz.distance import Levenshtein
@@ -62,13 +61,11 @@ def remove_punc(text: str) -> str:
     return "".join(ch for ch in text if ch not in _PUNCT)
 
 
-@lru_cache(maxsize=4096)  # golds recur across a config's examples, and a prediction is often asked twice
 def normalize_answer(text: str) -> str:
     """SQuAD normalisation: lowercase, strip punctuation, drop a/an/the, collapse spaces."""
     return white_space_fix(remove_articles(remove_punc(text.lower())))
 
 
-@lru_cache(maxsize=4096)
 def normalize_with_punc(text: str) -> str:
     """Like ``normalize_answer`` but punctuation kept (used before yes/no and list parsing)."""
     return white_space_fix(remove_articles(text.lower()))

@@ -126,22 +126,9 @@ def with_image_bytes(rows: Iterable[dict], column: str = "images", *, threads: i
 
 
 def _read_now(row: dict, column: str) -> dict:
-    """``row`` with its images read here (one that cannot be read is left as it was, see :func:`_filled`):
-    one look at each image, a local file read straight from its path (no Hub-URL match per image)."""
+    """``row`` with its images read here (one that cannot be read is left as it was, see :func:`_filled`)."""
     images = row.get(column) or []
-    read = [_read_here(image) if needs_read(image) else image for image in images]
-    return {**row, column: read} if images else row
-
-
-def _read_here(image: dict) -> Any:
-    """One image given by path, read now (:func:`_read_or_left`'s rule: unreadable, left as it was)."""
-    path = image["path"]
-    if is_remote(path):
-        return _read_or_left(None, image)
-    try:
-        return {"bytes": Path(path).read_bytes(), "path": path}
-    except Exception:  # noqa: BLE001 - see _filled
-        return image
+    return {**row, column: [_read_or_left(None, image) for image in images]} if images else row
 
 
 def _filled(row: dict, futures: list[Future], column: str) -> dict:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from typing import Callable
 
 from mmlbdata.evaluation.metrics.official import CRASHES, crash_text
@@ -20,21 +19,15 @@ def golds(example: dict) -> list[str]:
 
 
 def meta_of(example: dict) -> dict:
-    """``meta`` as a dict whether the dataset stores it as JSON text or a mapping. Read-only:
-    JSON text is parsed once per distinct text (a config's rows share a few metas, and a metric,
-    the report's groups and its categories all ask for the same row's), so the dict is shared."""
+    """``meta`` as a dict whether the dataset stores it as JSON text or a mapping ({} for none, or
+    for text that is not a JSON object)."""
     meta = example.get("meta")
     if meta is None or meta == "":
         return {}
-    if isinstance(meta, str):
-        return _meta_json(meta)
-    return dict(meta)
-
-
-@lru_cache(maxsize=4096)
-def _meta_json(text: str) -> dict:
+    if not isinstance(meta, str):
+        return dict(meta)
     try:
-        value = json.loads(text)
+        value = json.loads(meta)
     except json.JSONDecodeError:
         return {}
     return value if isinstance(value, dict) else {}

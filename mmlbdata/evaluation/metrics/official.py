@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache
 from math import isclose
 from typing import Callable
 
@@ -447,12 +446,6 @@ def needle_multi(gold: str, prediction: str, k) -> dict:
 def no_needle_spellings(n) -> frozenset:
     """The five spellings of "no needle" for ``n`` needles (``n``: the gold's count, or meta's
     ``k``, any JSON value: one the official expressions cannot use raises as they would)."""
-    return _no_needle(n) if type(n) is int and n <= 64 else _no_needle.__wrapped__(n)
-
-
-@lru_cache(maxsize=64)
-def _no_needle(n) -> frozenset:
-    """The five spellings of "no needle" for ``n`` needles (built once per ``n``)."""
     return frozenset({"-1", "-1" + "; -1" * (n - 1), "-1" + ", -1" * (n - 1),
                       "-1, -1, -1" + "; -1, -1, -1" * (n - 1), "-1" * n})
 
@@ -512,13 +505,9 @@ def eval_babi(pred: str, gold: str, question: str, labels: list[str]) -> bool:
     """run_eval.py ``eval_babi`` (non-CoT): labels found as substrings in the answer, minus those
     in the question (except "none"); "one" dropped when "none" is found; a comma gold (over 3
     characters) needs every part and nothing else."""
-    return babi_correct(babi_preprocess(pred), gold, question, labels)
-
-
-def babi_correct(processed: str, gold: str, question: str, labels: list[str]) -> bool:
-    """:func:`eval_babi` on an answer already through :func:`babi_preprocess`."""
+    processed = babi_preprocess(pred)
     gold = gold.lower()
-    labels = _lowered(tuple(labels))
+    labels = {label.lower() for label in labels}
     in_question = {label for label in labels if label in question.lower()} - {"none"}
     found = {label for label in labels if label in processed} - in_question
     if "none" in found and "one" in found:
@@ -527,12 +516,6 @@ def babi_correct(processed: str, gold: str, question: str, labels: list[str]) ->
         parts = gold.split(",")
         return all(p in found for p in parts) and len(found) == len(parts)
     return gold in found and len(found) == 1
-
-
-@lru_cache(maxsize=64)
-def _lowered(labels: tuple[str, ...]) -> frozenset[str]:
-    """A task's label set, lowercased once per task."""
-    return frozenset(label.lower() for label in labels)
 
 
 def longbench_qa_f1(pred: str, golds: list[str], subset: str) -> float:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import random
 import re
-from functools import lru_cache
 
 from mmlbdata.evaluation import parse
 from mmlbdata.evaluation.metrics import official as off
@@ -61,19 +60,10 @@ def babilong_task(example: dict) -> str:
     """qa1..qa10 from ``meta["task"]``, else from the dataset name or id."""
     meta = meta_of(example)
     for text in (meta.get("task"), example.get("dataset"), example.get("id")):
-        task = _task_in(str(text or ""))
-        if task:
-            return task
+        match = re.search(r"qa(10|[1-9])(?!\d)", str(text or "").lower())
+        if match:
+            return f"qa{match.group(1)}"
     raise ValueError(f"example {example.get('id')!r}: no BABILong task (qa1..qa10) in meta/dataset/id")
-
-
-@lru_cache(maxsize=1024)  # a config's rows share a few task names
-def _task_in(text: str) -> str | None:
-    match = _TASK.search(text.lower())
-    return f"qa{match.group(1)}" if match else None
-
-
-_TASK = re.compile(r"qa(10|[1-9])(?!\d)")
 
 
 def babilong_correct(target: str, output: str, question: str, task: str) -> tuple[bool, list[str]]:
@@ -110,9 +100,8 @@ class BABILong(Metric):
         question = example.get("question") or meta_of(example).get("question") or ""
         target = (golds(example) or [""])[0]
         if self.official:
-            processed = off.babi_preprocess(prediction or "")  # once: eval_babi's reading is the parsed answer
-            return official_result(lambda: off.babi_correct(processed, target, question, TASK_LABELS[task]),
-                                   processed, task=task)
+            return official_result(lambda: off.eval_babi(prediction or "", target, question, TASK_LABELS[task]),
+                                   off.babi_preprocess(prediction or ""), task=task)
         ok, found = babilong_correct(target, prediction or "", question, task)
         return ScoreResult(float(ok), ",".join(found), {"task": task})
 
