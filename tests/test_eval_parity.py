@@ -216,6 +216,36 @@ def test_rouge_lsum_is_taken_per_key_officially():
     assert official.score == 1.0 and official.extra["rougeLsum"] == 1.0
 
 
+def test_rouge_with_cached_stems_scores_as_rouge_score_itself():
+    """The rouge_l scorer keeps each word's stem; its scores are rouge-score's own
+    (``RougeScorer(["rougeL", "rougeLsum"], use_stemmer=True)``, as utils.py L524 @22b9f27 builds
+    it) on texts whose words stem (running/runs, studies), stay short (3 letters), repeat across
+    texts, carry digits, capitals, accents, several lines and words too long to keep; and a word
+    met again is not stemmed again."""
+    import random
+
+    from rouge_score import rouge_scorer
+
+    from mmlbdata.evaluation.metrics import mmlongbench
+
+    words = ["running", "runs", "ran", "studies", "studying", "the", "cat", "Cats", "generously", "relational",
+             "2019", "x86", "caf\u00e9s", "Hopefully", "agreed", "feed", "sky", "skies", "conditional", "a",
+             "counter" * 5 + "ing", "9" * 40]  # longer than the cache keeps: stemmed each time
+    rnd = random.Random(36)
+    texts = ["\n".join(" ".join(rnd.choice(words) for _ in range(rnd.randrange(1, 12))) + rnd.choice([".", "", "!"])
+                       for _ in range(rnd.randrange(1, 4))) for _ in range(60)]
+    plain = rouge_scorer.RougeScorer(["rougeL", "rougeLsum"], use_stemmer=True)
+    cached = rouge_scorer.RougeScorer(["rougeL", "rougeLsum"], tokenizer=mmlongbench._stem_caching_tokenizer())
+    for target, prediction in zip(texts, reversed(texts)):
+        assert cached.score(target, prediction) == plain.score(target, prediction)
+    stemmer = cached._tokenizer._stemmer
+    stems = stemmer._cached.cache_info()
+    assert stems.misses <= len({w.lower() for w in words}) and stems.hits > 10 * stems.misses
+    assert stemmer.stem("counter" * 5 + "ing").endswith("count") and stemmer._cached.cache_info() == stems  # not kept
+    assert get_metric("rouge_l").score("Summary: the cat sat", ex("the cat sat")).score == 1.0  # builds its scorer
+    assert isinstance(mmlongbench.RougeL._scorer._tokenizer._stemmer, mmlongbench._CachedStemmer)
+
+
 class ScriptedJudge:
     def __init__(self, replies):
         self.replies = list(replies)

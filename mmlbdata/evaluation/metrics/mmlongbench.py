@@ -9,7 +9,7 @@ base of ``summ.SummJudge``).
 from __future__ import annotations
 
 import re
-from functools import cached_property
+from functools import cached_property, lru_cache
 from math import isclose
 
 from mmlbdata.evaluation import parse
@@ -408,6 +408,39 @@ def judged_result(reply, case: dict, official: bool) -> ScoreResult:
     return ScoreResult(dj.clamp_score(value), case["parsed"], extra)
 
 
+#: distinct words whose stems ROUGE-L's tokenizer keeps, and the longest word kept: 9 MB of ordinary
+#: words, 11 MB at most (a longer "word", a run of digits or a model repeating itself, is stemmed
+#: each time, as rouge-score does, instead of being held twice, as word and stem)
+STEMS_KEPT, LONGEST_KEPT = 1 << 16, 32
+
+
+def _stem_caching_tokenizer():
+    """rouge-score's own tokenizer with stemming (``use_stemmer=True``, as MMLongBench's utils.py
+    builds its scorer), keeping each word's Porter stem. rouge-score stems every word of more than
+    3 letters each time it meets it, and the stemmer is most of scoring a summary; a stem depends
+    on the word alone, so the tokens, and every score, are the same (``tests/test_eval_parity.py``)."""
+    from rouge_score import tokenizers
+
+    class StemCachingTokenizer(tokenizers.DefaultTokenizer):
+        def __init__(self):
+            super().__init__(use_stemmer=True)
+            self._stemmer = _CachedStemmer(self._stemmer)
+
+    return StemCachingTokenizer()
+
+
+class _CachedStemmer:
+    """A stemmer whose ``stem`` keeps the stems of the last ``STEMS_KEPT`` distinct words of up to
+    ``LONGEST_KEPT`` characters."""
+
+    def __init__(self, stemmer):
+        self._stem = stemmer.stem
+        self._cached = lru_cache(maxsize=STEMS_KEPT)(stemmer.stem)
+
+    def stem(self, word: str) -> str:
+        return self._cached(word) if len(word) <= LONGEST_KEPT else self._stem(word)
+
+
 @register("rouge_l")
 class RougeL(MMLongBenchMetric):
     """ROUGE-L F1 (stemmed, ``rouge-score``), max over golds; ROUGE-Lsum kept in extra."""
@@ -421,7 +454,7 @@ class RougeL(MMLongBenchMetric):
 
             rouge_scorer = require("rouge_score.rouge_scorer", "eval", "the rouge_l metric")
 
-            RougeL._scorer = rouge_scorer.RougeScorer(["rougeL", "rougeLsum"], use_stemmer=True)  # as utils.py
+            RougeL._scorer = rouge_scorer.RougeScorer(["rougeL", "rougeLsum"], tokenizer=_stem_caching_tokenizer())
         answers = golds(example) or [""]
         if self.official:
             both = off.rouge(text, answers, RougeL._scorer, self.system_template, self.first_line)
