@@ -11,10 +11,10 @@ import logging
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
+from mmlbdata.core.lengths import ALL_LENGTHS
 from mmlbdata.core.suggest import did_you_mean
 from mmlbdata.evaluation import uncertainty
 from mmlbdata.evaluation.metrics import get_metric
@@ -206,17 +206,9 @@ _LENGTH_TEXT = re.compile(r"(\d+)([kK]?)")
 def length_label(length) -> str:
     """8192 -> "8k" for the standard (and extended) budgets; anything else as text."""
     try:
-        return _length_names().get(int(length), str(length))
+        return {tokens: name for name, tokens in ALL_LENGTHS.items()}.get(int(length), str(length))
     except (TypeError, ValueError):
         return str(length)
-
-
-@lru_cache(maxsize=1)
-def _length_names() -> dict[int, str]:
-    """Token budget -> its name ("8k"), built once."""
-    from mmlbdata.core.lengths import ALL_LENGTHS
-
-    return {v: k for k, v in ALL_LENGTHS.items()}
 
 
 def category_of(example: dict) -> str:
