@@ -314,12 +314,12 @@ def _cover(pool: float, draws: float) -> float:
 def _icl(name: str, examples: int, images: list[float]) -> tuple[float, float]:
     """Distinct (exemplar + test) images of one ICL dataset, and its pool.
 
-    builders/icl.py: 50 classes per domain drawn once, the first 5/10/20/40/50 used at 8K..128K;
+    mmlb_builders/icl.py: 50 classes per domain drawn once, the first 5/10/20/40/50 used at 8K..128K;
     each example's exemplars are a fresh seeded shuffle of each class's train images (seeded by the
     length too, so lengths draw independently); test image k of a length is image k // n of class
     k % n in a per-class order that does not depend on the length (so the lengths share a prefix).
     """
-    from builders.icl import CLASS_COUNTS, MAX_CLASSES
+    from mmlb_builders.icl import CLASS_COUNTS, MAX_CLASSES
 
     train, test, domains, _, _ = ICL_POOLS[name]
     counts = [CLASS_COUNTS[key] for key in LENGTH_KEYS]
@@ -344,19 +344,19 @@ def extrapolate(units: dict) -> list[dict]:
     row): what a layout storing one copy per reference would hold, the upper bound. ``distinct``:
     what ``images/<family>/<sha256>`` holds, from how the builder draws its images:
 
-    * VRAG (builders/vrag.py): one image per question, its rows (3 or 6 placements) and the five
+    * VRAG (mmlb_builders/vrag.py): one image per question, its rows (3 or 6 placements) and the five
       lengths share it (one question set): rows / placements.
-    * VH (builders/vh.py): questions drawn once for all lengths, each question's distractor order
+    * VH (mmlb_builders/vh.py): questions drawn once for all lengths, each question's distractor order
       fixed (8K's haystack a prefix of 128K's): per question its 128K images; every question of
       VH-Single and VH-Multi shuffles the same COCO val2017 (5,000 images), so the family covers
       at most that pool (expected coverage of uniform draws).
-    * MM-NIAH (builders/mmniah.py): a haystack is the record's own units, then the following
+    * MM-NIAH (mmlb_builders/mmniah.py): a haystack is the record's own units, then the following
       records' (in file order); lengths are prefixes, placements share it: per record its 128K
       images. Neighbouring records' windows overlap (not counted), so this is an upper estimate.
-    * ICL (builders/icl.py): see ``_icl``; pools from the sources' published splits.
-    * Summ (builders/summ.py): one document set for all lengths, pages cut from the end (GovReport)
+    * ICL (mmlb_builders/icl.py): see ``_icl``; pools from the sources' published splits.
+    * Summ (mmlb_builders/summ.py): one document set for all lengths, pages cut from the end (GovReport)
       or evenly from the ends (Multi-LexSum): shorter lengths are subsets: the 128K pages.
-    * DocVQA (builders/docvqa.py, mmlbdata/dataset/docpack.py): one question set, the same seeded padding
+    * DocVQA (mmlb_builders/docvqa.py, mmlbdata/dataset/docpack.py): one question set, the same seeded padding
       order at every length (shorter windows inside longer ones): the 128K pages of each question,
       capped at the pages of the split the padding draws from (min: questions on one document
       overlap, so the true figure is lower).

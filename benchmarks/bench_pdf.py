@@ -64,7 +64,7 @@ def pipeline(picks, dpi: int, store, num_proc: int) -> float:
 
 BUILD_SNIPPET = """
 import json, resource, sys, time
-from builders.docvqa import DocVQA
+from mmlb_builders.docvqa import DocVQA
 from mmlbdata.core.store import ImageStore
 store, source, limit, num_proc = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 start = time.perf_counter()

@@ -103,7 +103,7 @@ def bench_retrieval(table: Table, cache: Path, args) -> None:
 
 
 def bench_icl(table: Table, tmp: Path, args) -> None:
-    from builders.icl import ManyShotICL
+    from mmlb_builders.icl import ManyShotICL
     from mmlbdata.core.report import BuildReport
     from mmlbdata.core.store import ImageStore
     from mmlbdata.core.tokens import TokenCounter

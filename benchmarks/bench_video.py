@@ -46,7 +46,7 @@ def store_run(video: str, n: int, threads: int, store_root: str, repeat: bool) -
 
 def example_run(data: str, tokenizer: str, work: str) -> dict:
     """Inside a subprocess: build one 256-frame interleaved example end to end."""
-    from builders.lvb import LongVideoBench
+    from mmlb_builders.lvb import LongVideoBench
     from mmlbdata.core.store import ImageStore
     from mmlbdata.core.tokens import TokenCounter
 

@@ -1,6 +1,6 @@
 """mmlbdata: long-context multimodal benchmarks as Hugging Face datasets.
 
-Data flows one way: source reader -> family recipe (``builders/``) -> core (count, pack,
+Data flows one way: source reader -> family recipe (``mmlb_builders/``) -> core (count, pack,
 store) -> writer -> card. See ARCHITECTURE.md.
 """
 

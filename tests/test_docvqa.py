@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageChops, ImageStat
 
-from builders.docvqa import DocVQA
-from builders.mmlongbench_doc import MMLongBenchDoc
+from mmlb_builders.docvqa import DocVQA
+from mmlb_builders.mmlongbench_doc import MMLongBenchDoc
 from mmlbdata.core.lengths import LENGTHS
 from mmlbdata.media import pdf
 from mmlbdata.core.report import BuildReport

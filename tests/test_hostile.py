@@ -638,7 +638,7 @@ def test_multi_lexsum_document_ids_naming_other_folders_are_skipped(tmp_path):
 
 
 def test_lvb_build_skips_a_row_whose_subtitles_lead_out(real_data, counter, tmp_path):
-    from builders.lvb import LongVideoBench
+    from mmlb_builders.lvb import LongVideoBench
     from tests.test_lvb import write_release
 
     root = write_release(tmp_path / "LongVideoBench", real_data)

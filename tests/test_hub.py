@@ -31,7 +31,7 @@ def test_push_sends_every_config_with_its_features(tmp_path, coco_mini, tokenize
 
 
 def test_builders_work_through_the_datasets_api(tmp_path, coco_mini, tokenizer_path):
-    from builders.vh import VisualHaystack
+    from mmlb_builders.vh import VisualHaystack
     from mmlbdata.core.store import ImageStore
     from mmlbdata.core.tokens import TokenCounter
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from builders.icl import CLASS_COUNTS, PROMPT_TEMPLATE, ManyShotICL, build_prompt
+from mmlb_builders.icl import CLASS_COUNTS, PROMPT_TEMPLATE, ManyShotICL, build_prompt
 from mmlbdata.core.report import BuildReport
 from mmlbdata.sources.icl import read_class_folders, read_icl_source, read_inat
 from mmlbdata.core.store import ImageStore

@@ -16,7 +16,7 @@ import pytest
 av = pytest.importorskip("av")
 import sentencepiece as spm  # noqa: E402
 
-from builders.lvb import INSTRUCTION, LongVideoBench  # noqa: E402
+from mmlb_builders.lvb import INSTRUCTION, LongVideoBench  # noqa: E402
 from mmlbdata.dataset.build import build_configs  # noqa: E402
 from mmlbdata.core.lengths import LENGTHS  # noqa: E402
 from mmlbdata.media.subtitles import parse_vtt  # noqa: E402

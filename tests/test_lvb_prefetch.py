@@ -58,7 +58,7 @@ def test_parallel_decoding_stops_at_the_limit(release, tmp_path, tokenizer_path)
 def test_worker_stores_the_frames_the_build_asks_for(release, tmp_path, counter):
     """The worker's job run in this process: a failure there is silent by design, so check it
     really stores the row's 64 frames (a broken worker would leave the store empty)."""
-    import builders.lvb as lvb
+    import mmlb_builders.lvb as lvb
     from mmlbdata.sources.lvb import read_annotations
     from mmlbdata.core.store import ImageStore
 

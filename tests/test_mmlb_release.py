@@ -411,7 +411,7 @@ def test_export_of_built_visual_haystack_round_trips(coco_mini, tmp_path, tokeni
 
 def test_release_templates_are_the_recipes_templates():
     """One wording everywhere: the loader templates here equal those our recipes build with."""
-    from builders import icl, mmniah, summ, vh, vrag
+    from mmlb_builders import icl, mmniah, summ, vh, vrag
     from mmlbdata.dataset import docpack
 
     assert release.TEMPLATES["vh"] == vh.PROMPT_TEMPLATE and release.TEMPLATES["vrag"] == vrag.PROMPT_TEMPLATE
@@ -595,7 +595,7 @@ def _needle_release(root: Path, real_data: Path) -> list[str]:
 
 
 def test_mmneedle_release_rows(tmp_path, real_data, tokenizer_path, counter):
-    from builders.mmneedle import build_prompt
+    from mmlb_builders.mmneedle import build_prompt
 
     root = tmp_path / "mmneedle"
     grids = _needle_release(root, real_data)
@@ -635,7 +635,7 @@ def test_mmneedle_release_limit_counts_built_rows_and_keeps_the_manifest(tmp_pat
 
 
 def test_mmneedle_release_honours_answer_form(tmp_path, real_data, tokenizer_path):
-    from builders.mmneedle import build_prompt, instruction
+    from mmlb_builders.mmneedle import build_prompt, instruction
 
     root = tmp_path / "mmneedle"
     _needle_release(root, real_data)

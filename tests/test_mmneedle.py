@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from builders.mmneedle import MMNeedle, build_prompt
+from mmlb_builders.mmneedle import MMNeedle, build_prompt
 from mmlbdata.media.stitch import CELL
 from mmlbdata.core.report import BuildReport
 from mmlbdata.sources.coco_captions import read_captions

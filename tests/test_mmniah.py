@@ -8,7 +8,7 @@ import re
 import pytest
 from PIL import Image
 
-from builders.mmniah import MMNIAH, TEMPLATE, passages
+from mmlb_builders.mmniah import MMNIAH, TEMPLATE, passages
 from mmlbdata.core.report import BuildReport
 from mmlbdata.sources.mmniah import parse_row, read_mmniah
 from mmlbdata.core.store import ImageStore

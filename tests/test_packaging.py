@@ -27,7 +27,7 @@ def _build_wheel(tmp_path: Path) -> Path:
     """``pip wheel --no-deps`` of a copy of the checkout (no build/ or egg-info left in it)."""
     source = tmp_path / "source"
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "build", "dist", ".git")
-    for name in ("mmlbdata", "builders"):
+    for name in ("mmlbdata", "mmlb_builders"):
         shutil.copytree(CHECKOUT / name, source / name, ignore=ignore)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(CHECKOUT / name, source / name)
@@ -59,8 +59,8 @@ def test_installed_wheel_builds_and_renders_a_card_outside_the_checkout(tmp_path
     work = tmp_path / "elsewhere"
     work.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MMLB_CARDS_DIR", "VIRTUAL_ENV")}
-    where = _run([venv / "bin" / "python", "-c", "import mmlbdata, builders; print(mmlbdata.__file__); "
-                  "print(builders.__file__)"], work, env).split()
+    where = _run([venv / "bin" / "python", "-c", "import mmlbdata, mmlb_builders; print(mmlbdata.__file__); "
+                  "print(mmlb_builders.__file__)"], work, env).split()
     assert all(Path(p).is_relative_to(venv) for p in where), where
     _run([venv / "bin" / "mmlb", "build", "vh_single_8k", "--source", f"coco={coco_mini}", "--out", "built",
           "--limit", "1", "--tokenizer", tokenizer_path, "--cache-dir", "cache", "--no-progress"], work, env)

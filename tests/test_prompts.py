@@ -103,7 +103,7 @@ def test_release_reader_uses_the_same_templates():
 
 
 def test_recipes_build_with_the_shared_templates():
-    from builders import icl, mmniah, summ, vh, vrag
+    from mmlb_builders import icl, mmniah, summ, vh, vrag
     from mmlbdata.dataset import docpack
 
     assert vh.build_prompt(2, "q") == prompts.render("vh", "<image>\n<image>", "q")
@@ -136,7 +136,7 @@ def test_mm_niah_loader_choice_follows_load_data():
     """data.py load_data (its mm_niah branch): image retrieval/reasoning -> the multiple-choice loader (choices
     appended, L292); image counting -> load_mm_niah_image_count; text -> load_mm_niah_text, which
     leaves the question as released (no choice appended, whatever the record holds)."""
-    from builders.mmniah import loader_kind, question_text
+    from mmlb_builders.mmniah import loader_kind, question_text
 
     image_mc = _niah("retrieval", "image", choice_images=["a.jpg", "b.jpg"])
     assert (loader_kind(image_mc), question_text(image_mc)) == \

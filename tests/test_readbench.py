@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from builders import readbench as rb
+from mmlb_builders import readbench as rb
 from mmlbdata.official import readbench_prompts as rbp
 from mmlbdata.core.report import BuildReport
 from mmlbdata.sources import readbench as src

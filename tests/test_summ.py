@@ -7,7 +7,7 @@ import json
 import pymupdf
 import pytest
 
-from builders.summ import (GOV_REPORT_TEMPLATE, MULTI_LEXSUM_TEMPLATE, Summarization,
+from mmlb_builders.summ import (GOV_REPORT_TEMPLATE, MULTI_LEXSUM_TEMPLATE, Summarization,
                            even_end_order, Page)
 from loopback_http import LoopbackServer
 from mmlbdata.sources.download import download_all

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from builders.vh import VisualHaystack, build_prompt
+from mmlb_builders.vh import VisualHaystack, build_prompt
 from mmlbdata.core.report import BuildReport
 from mmlbdata.sources.vhs import read_vhs, release_files, resolve_image
 from mmlbdata.core.store import ImageStore

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from builders.vrag import DEPTHS, PROMPT_TEMPLATE, VisualRAG, build_prompt, render_passage
+from mmlb_builders.vrag import DEPTHS, PROMPT_TEMPLATE, VisualRAG, build_prompt, render_passage
 from mmlbdata.core.report import BuildReport
 from mmlbdata.retrieval.corpus import read_wikitext
 from mmlbdata.retrieval.search import mentions_any

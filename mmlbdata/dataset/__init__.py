@@ -7,6 +7,6 @@ in ``ray_build``), the two on-disk layouts (``writer``), statistics from the par
 ``cards/``), the push (``hub``), in-memory loads cached per folder location and build (``loading``), document-QA packing (``docpack``) and the demo sources
 (``demo``).
 
-May import ``core``, ``media``, ``retrieval``, ``official`` and ``sources``; never ``builders``
+May import ``core``, ``media``, ``retrieval``, ``official`` and ``sources``; never ``mmlb_builders``
 (found through entry points) and never the layers above (evaluation, runner, exports, cli).
 """

@@ -1,7 +1,7 @@
 """Config names -> the builder family that makes them.
 
 Families are discovered through the ``mmlb.builders`` entry-point group (declared in
-pyproject.toml), so mmlbdata never imports ``builders`` itself and a third-party package can add
+pyproject.toml), so mmlbdata never imports ``mmlb_builders`` itself and a third-party package can add
 a family by declaring its own entry point.
 """
 from __future__ import annotations

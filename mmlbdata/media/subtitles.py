@@ -140,7 +140,7 @@ def _json_cue(item: object) -> Cue:
     # duration, a reversed float span is re-centred on its midpoint), so only clip_cues' default
     # mode, which knows how the end is resolved, refuses an end before its start.
     # the text as released: LVB's loader puts it in its input list unchanged (the prompt builder
-    # strips it unless asked for the official text, builders/lvb.py text_items)
+    # strips it unless asked for the official text, mmlb_builders/lvb.py text_items)
     return Cue(start, end, text, integral_end)
 
 

@@ -1,7 +1,7 @@
 """MMLongBench's prompt assembly: the one set of templates its official ``data.py`` formats.
 
 Both ways of making an MMLongBench row go through this module, so they cannot drift apart: the
-family recipes (``builders/vh.py``, ``mmniah.py``, ``vrag.py``, ``icl.py``, ``summ.py`` and the
+family recipes (``mmlb_builders/vh.py``, ``mmniah.py``, ``vrag.py``, ``icl.py``, ``summ.py`` and the
 document QA of ``docpack.py``) build their prompts with it, and ``sources/mmlb_release.py`` reads
 the official release with it. Each loader of ``data.py`` formats ``user_template`` with a
 ``context`` (items joined by blank lines, single newlines for Visual Haystack) and a ``question``;

@@ -1,7 +1,7 @@
 """ReadBench's prompts: the texts of its own code, and how a prompt is split around the pages.
 
 What ``mmlbdata/official/mmlongbench_prompts.py`` is to MMLongBench's families, this module is to ReadBench
-(``builders/readbench.py`` builds every row with it). A prompt is the benchmark's multimodal
+(``mmlb_builders/readbench.py`` builds every row with it). A prompt is the benchmark's multimodal
 template split where the context was (``(before, after)``), so the ``<image>`` placeholders of
 the rendered pages stand exactly where the original put the images. Sources, checked template by
 template (list in the ReadBench card and ``docs/prompts.md``):
