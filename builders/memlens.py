@@ -14,7 +14,8 @@ the unified counter beside the file's nominal length. A row holds:
   ``meta`` the subtype, the old answer of knowledge updates and where the row comes from.
 
 Images go through the content-addressed store, so the four lengths (and the agent subset) share
-one copy of each image in the output.
+one copy of each image in the output. An image named by URL is the file ``mmlb fetch
+memlens:url_images`` fetched; a record whose URL image was not fetched is skipped and reported.
 """
 from __future__ import annotations
 
@@ -53,6 +54,7 @@ class _Images:
     def __init__(self) -> None:
         self.refs: list[ImageRef] = []
         self.missing: list[str] = []
+        self.unfetched: list[str] = []  # URLs without the file `mmlb fetch memlens:url_images` puts
 
 
 def _flat_turn(role: str, text: str, count: int) -> tuple[str, bool]:
@@ -161,12 +163,13 @@ class MemLens(MMLBBuilder):
 
     def _turn_images(self, root: Path, names: tuple[str, ...], images: _Images) -> list[int]:
         """The store references of one turn's images (indices into the row's list); an image the
-        release does not hold is dropped, as ``resolve_image_path`` drops it."""
+        release does not hold is dropped, as ``resolve_image_path`` drops it; a URL not fetched is
+        noted (the record is then skipped: the official run sends the URL's image)."""
         indices = []
         for name in names:
             found = source.image_path(root, name)
             if found is None:
-                images.missing.append(name)
+                (images.unfetched if source.is_url(name) else images.missing).append(name)
                 continue
             indices.append(len(images.refs))
             images.refs.append(self.store.ref_inside(found[0], found[1], what="image"))
@@ -187,6 +190,11 @@ class MemLens(MMLBBuilder):
         except (BadImageError, OSError) as err:
             self.report.skip(root / name, where, f"image unusable, record skipped: {err}")
             return None
+        if images.unfetched:
+            self.report.skip(root / name, where, f"{len(images.unfetched)} image URL(s) not fetched, e.g. "
+                                                 f"{images.unfetched[0][:200]} (`mmlb fetch memlens:url_images` "
+                                                 f"puts them in {source.URL_IMAGE_FOLDER}/)", field="images")
+            return None
         context, mismatch = flat_context(sessions)
         prompt = prompts.user_prompt(context, record.question, record.question_date)
         if prompt.count(IMAGE_PLACEHOLDER) != len(images.refs):
@@ -200,7 +208,8 @@ class MemLens(MMLBBuilder):
                 "task_key": task_key(record.question_type, record.question_subtype, record.answer),
                 "release_index": record.index, "provenance": "official release",
                 "over_budget": num_tokens > self.length, "missing_images": len(images.missing),
-                **({"mark_mismatch_turns": mismatch} if mismatch else {})}
+                **({"mark_mismatch_turns": mismatch} if mismatch else {}),
+                **({"answer_value": record.answer_value} if record.answer_value is not None else {})}
         example = make_example(id=record.question_id, dataset="memlens", length=self.length, num_tokens=num_tokens,
                                prompt=prompt, images=images.refs, question=record.question, answers=[record.answer],
                                metric=self.config.metric, meta=meta, sessions=sessions,

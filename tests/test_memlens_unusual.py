@@ -1,0 +1,141 @@
+"""A MemLens release holding every unusual record the official loader reads (tests/memlens_fixture.py
+``UNUSUAL``: image URLs, null and empty dates, a null role, an unknown ability, number answers, no
+sessions, a large photo), built and scored beside the official code at fd4c8d7 run unchanged on the
+same files (tests/memlens_official.py): ``data.py`` (both prompt modes), ``eval_api.py`` (which
+items reach scoring), ``llm_judge.py`` (the judge's prompts and request body) and
+``vlm_models/model_utils.py`` (the image size the runners send)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from mmlbdata.dataset.build import build_configs
+from mmlbdata.runner.chat import image_bytes
+from mmlbdata.runner.conversation import chat_messages
+from mmlbdata.sources import fetch as F
+from mmlbdata.sources.memlens import url_image_name
+
+sys.path.insert(0, str(Path(__file__).parent))
+import memlens_fixture as fixture  # noqa: E402
+import memlens_official as official  # noqa: E402
+from loopback_http import LoopbackServer  # noqa: E402
+
+CONFIG = "memlens_32k"
+
+
+def _fetch_url_images(sources: Path) -> F.FetchReport:
+    """``mmlb fetch memlens:url_images`` into ``sources`` (the registry's part, its follow-up step)."""
+    registry = F.load_registry()
+    parts = F.select_parts(registry, ["memlens:url_images"])
+    return F.fetch(registry, parts, sources, F.FetchOptions(progress=False, retries=0))
+
+
+@pytest.fixture(scope="module")
+def unusual(tmp_path_factory, real_data, tokenizer_path):
+    """(release, built folder, build result, URL -> bytes): the URL images fetched from a loopback
+    server by the real fetch step, then memlens_32k built."""
+    sources = tmp_path_factory.mktemp("sources")
+    with LoopbackServer() as server:
+        root, served = fixture.write_unusual_release(sources / "memlens", real_data, server.url("/photos/"))
+        server.files.update({f"/photos/{name}": data for name, data in served.items()})
+        report = _fetch_url_images(sources)
+        by_url = {server.url(f"/photos/{name}"): data for name, data in served.items()}
+    assert report.ok, report.summary()
+    out = tmp_path_factory.mktemp("built")
+    [result] = build_configs([CONFIG], {"memlens": root}, out, progress=False, tokenizer=tokenizer_path)
+    assert result.ok, result.error
+    return root, out, result, by_url
+
+
+def _rows(out: Path, monkeypatch, tmp_path) -> dict[str, dict]:
+    import datasets
+
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf"))
+    ds = datasets.load_dataset(str(out), CONFIG, split="test").cast_column(
+        "images", datasets.List(datasets.Image(decode=False)))
+    return {row["id"]: row for row in ds}
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _official_digest(path_or_url: str, by_url: dict[str, bytes]) -> str:
+    """An image of the official image list: a URL is the file served there, a path the file."""
+    return _digest(by_url[path_or_url] if path_or_url in by_url else Path(path_or_url).read_bytes())
+
+
+def _ours(messages, images) -> list:
+    return [(m["role"], [("text", c["text"]) if c["type"] == "text" else ("image", _digest(image_bytes(images[c["index"]])))
+                         for c in m["content"]]) for m in messages]
+
+
+def _theirs(messages, by_url) -> list:
+    return [(m["role"], [("text", c["text"]) if c["type"] == "text" else
+                         ("image", _official_digest(c["image_url"]["url"], by_url)) for c in m["content"]])
+            for m in messages]
+
+
+def test_every_record_the_official_loader_reads_is_built_with_its_text(unusual, monkeypatch, tmp_path):
+    """data.py load_data @fd4c8d7 reads all 24 records (none raises); every one is a row, its prompt
+    the text mode's text (question dates L176/L344, session dates L136/L139/L215/L218, roles L146/L224,
+    URLs passed through by utils.py L44-46), its images the same, its chat build_messages' (with and
+    without labels). Before: the schema skipped the null dates, the null role and the unknown ability
+    (and a missing haystack_sessions), and the URL images were dropped from their turns."""
+    root, out, result, by_url = unusual
+    assert result.report["skipped"] == []
+    code = official.load(tmp_path / "official", monkeypatch)
+    monkeypatch.chdir(root)  # resolve_image_path tries the path as given, then under image_dir
+    loaded = code.data.load_data(str(root / "dataset_32k.json"), str(root / "release_images"))
+    released = json.loads((root / "dataset_32k.json").read_text())
+    rows = _rows(out, monkeypatch, tmp_path)
+    assert sorted(rows) == sorted(str(item["question_id"]) for item in loaded["data"])
+    assert len(rows) == len(fixture.QUESTIONS) + len(fixture.UNUSUAL)
+    for item, raw in zip(loaded["data"], released):
+        row = rows[item["question_id"]]
+        text = loaded["user_template"].format(context=item["context"], question=item["question"],
+                                              question_date=item["question_date"])
+        assert row["prompt"] == text, item["question_id"]
+        assert [_digest(Path(i["path"]).read_bytes()) for i in row["images"]] == [
+            _official_digest(p, by_url) for p in item["image_list"]], item["question_id"]
+        for label_images in (False, True):
+            messages, _ = code.data.build_messages(raw, str(root / "release_images"), code.data.INSTRUCTION_DEFAULT,
+                                                   label_images=label_images)
+            assert _ours(chat_messages(row, label_images=label_images), row["images"]) == _theirs(messages, by_url)
+    assert "Question Date: None\n" in rows["u_qdate_null"]["prompt"]
+    assert "(Date: None)" in rows["u_dates_null"]["prompt"] and "(Date: None)" in rows["u_session_date_null"]["prompt"]
+    assert rows["u_abstention"]["question_type"] == "abstention"
+    assert json.loads(rows["u_abstention"]["meta"])["task_key"] == code.judge_prompts.get_task_key(
+        "abstention", "entity", "a red umbrella") == "IE_Entity"
+    assert rows["u_url"]["prompt"].count("<image>") == len(rows["u_url"]["images"]) == 3
+
+
+def test_an_empty_question_date_stays_empty_in_the_chat():
+    """data.py L176: ``item.get("question_date", "unknown")`` keeps ``""``; the chat used to send
+    ``Question Date: unknown`` (the flattened prompt kept it empty: the two modes disagreed)."""
+    question = chat_messages({"sessions": [], "question": "Where?", "question_date": ""})[-1]["content"][0]["text"]
+    assert "\nQuestion Date: \nQuestion: Where?\n" in question
+    question = chat_messages({"sessions": [], "question": "Where?"})[-1]["content"][0]["text"]
+    assert "\nQuestion Date: unknown\n" in question  # no date at all: data.py's default
+
+
+def test_a_url_image_not_fetched_skips_its_record_and_names_the_fetch(tmp_path, real_data, tokenizer_path):
+    root, _served = fixture.write_unusual_release(tmp_path / "memlens", real_data, "http://127.0.0.1:9/photos/")
+    [result] = build_configs([CONFIG], {"memlens": root}, tmp_path / "out", progress=False, tokenizer=tokenizer_path)
+    assert result.ok, result.error
+    skipped = {s["record"]: s["reason"] for s in result.report["skipped"]}
+    items = json.loads((root / "dataset_32k.json").read_text())
+    ids = {f"item {i}": item["question_id"] for i, item in enumerate(items)}
+    assert sorted(ids[r] for r in skipped) == ["u_url", "u_url_dict_path"]
+    assert all("mmlb fetch memlens:url_images" in reason for reason in skipped.values())
+
+
+def test_the_fetch_step_names_each_url_image_by_its_sha256(unusual):
+    root, _out, _result, by_url = unusual
+    for url, data in by_url.items():
+        assert (root / "url_images" / url_image_name(url)).read_bytes() == data
+        assert url_image_name(url) == _digest(url.encode())
