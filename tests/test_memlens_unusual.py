@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from mmlbdata.core.tokens import image_tokens
 from mmlbdata.dataset.build import build_configs
+from mmlbdata.official.memlens_run import MAX_IMAGE_SIZE, sent_size
 from mmlbdata.runner.chat import image_bytes
 from mmlbdata.runner.conversation import chat_messages
 from mmlbdata.sources import fetch as F
@@ -139,3 +141,35 @@ def test_the_fetch_step_names_each_url_image_by_its_sha256(unusual):
     for url, data in by_url.items():
         assert (root / "url_images" / url_image_name(url)).read_bytes() == data
         assert url_image_name(url) == _digest(url.encode())
+
+
+# -- what the official runners send: images within 800 px ------------------------------------------------
+
+def test_sent_size_is_resize_image_max_size(tmp_path, monkeypatch):
+    """vlm_models/model_utils.py L33-55 @fd4c8d7 run on images of every shape around the bound."""
+    from PIL import Image
+
+    code = official.load(tmp_path / "official", monkeypatch)
+    sizes = [(1600, 1200), (1200, 1600), (1601, 1200), (801, 3), (3, 801), (800, 800), (801, 801), (1000, 1000),
+             (800, 2000), (2000, 799), (4032, 3024), (640, 480), (1, 1), (7919, 7907), (2999, 1001)]
+    for width, height in sizes:
+        [resized] = code.model_utils.resize_image_max_size([Image.new("L", (width, height))], MAX_IMAGE_SIZE)
+        assert sent_size(width, height) == resized.size, (width, height)
+
+
+def test_num_tokens_at_800px_counts_what_the_official_runners_send(unusual, monkeypatch, tmp_path):
+    """eval.py L151 / eval_api.py L94 @fd4c8d7: --max_image_size 800 by default. ``num_tokens`` stays
+    the unified count (images at their stored size); ``meta.num_tokens_at_800px`` counts the 1600x1200
+    photo as 800x600 (609 image tokens, not 2,451), every other row alike (no image over 800 px)."""
+    _root, out, result, _by_url = unusual
+    rows = _rows(out, monkeypatch, tmp_path)
+    for qid, row in rows.items():
+        meta = json.loads(row["meta"])
+        gap = image_tokens(1600, 1200) - image_tokens(800, 600) if qid == "u_big_image" else 0
+        assert row["num_tokens"] - meta["num_tokens_at_800px"] == gap, qid
+    assert image_tokens(1600, 1200) - image_tokens(800, 600) == 2451 - 609
+    manifest = json.loads((out / "manifests" / f"{CONFIG}.json").read_text())
+    sent = manifest["official_lengths_at_800px"]
+    assert sent["rows"] == len(rows) and sent["max_tokens"] == max(
+        json.loads(r["meta"])["num_tokens_at_800px"] for r in rows.values())
+    assert any("shrunk to fit 800 px" in note for note in result.report["notes"])
