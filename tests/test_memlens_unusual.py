@@ -15,6 +15,8 @@ import pytest
 
 from mmlbdata.core.tokens import image_tokens
 from mmlbdata.dataset.build import build_configs
+from mmlbdata.evaluation.judge import JudgeClient
+from mmlbdata.evaluation.metrics import get_metric
 from mmlbdata.official.memlens_run import MAX_IMAGE_SIZE, sent_size
 from mmlbdata.runner.chat import image_bytes
 from mmlbdata.runner.conversation import chat_messages
@@ -24,6 +26,7 @@ from mmlbdata.sources.memlens import url_image_name
 sys.path.insert(0, str(Path(__file__).parent))
 import memlens_fixture as fixture  # noqa: E402
 import memlens_official as official  # noqa: E402
+from fake_openai import FakeOpenAI  # noqa: E402
 from loopback_http import LoopbackServer  # noqa: E402
 
 CONFIG = "memlens_32k"
@@ -173,3 +176,33 @@ def test_num_tokens_at_800px_counts_what_the_official_runners_send(unusual, monk
     assert sent["rows"] == len(rows) and sent["max_tokens"] == max(
         json.loads(r["meta"])["num_tokens_at_800px"] for r in rows.values())
     assert any("shrunk to fit 800 px" in note for note in result.report["notes"])
+
+
+# -- the judge's request body ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", ["vllm", "api"])
+def test_the_judge_request_body_is_llm_judge_s(tmp_path, monkeypatch, path):
+    """llm_judge.py L154-169 @fd4c8d7, run unchanged with the real openai client against a loopback
+    server: the vLLM judge (the default) sends ``max_tokens`` 2048 and ``chat_template_kwargs:
+    {"enable_thinking": false}`` in the body (extra_body), the API judge (``--api_model``)
+    ``max_completion_tokens`` 256 and no ``chat_template_kwargs`` (which OpenAI's API refuses). The
+    request ``memlens_judge`` sends through JudgeClient is the same body, byte for byte as JSON."""
+    code = official.load(tmp_path / "official", monkeypatch, stub_openai=False)
+    example = {"id": "x", "question": "Which bread now?", "answers": ["brioche"],
+               "meta": {"category": "knowledge_update", "question_subtype": "", "old_answer": "sourdough"}}
+    with FakeOpenAI(lambda body: 'In summary ... [JSON]: {"answer_score": 1}') as server:
+        code.llm_judge.init_vllm_judge(base_url=server.base_url, model_name="judge-model", api_key="k",
+                                       is_api=path == "api")
+        info = code.parse_utils.normalize_for_judge("Brioche.")
+        score, _ = code.llm_judge._judge_one("Which bread now?", "brioche", info, "knowledge_update", "", "sourdough")
+        theirs = server.requests[-1]
+        judge = JudgeClient(model="judge-model", base_url=server.base_url, api_key="k")
+        metric = get_metric("memlens_judge", judge=judge, judge_prompts=code.root, judge_path=path)
+        [result] = metric.score_many(["Brioche."], [example])
+        ours = server.requests[-1]
+    assert len(server.requests) == 2 and ours == theirs and score == result.score == 1
+    if path == "vllm":
+        assert theirs["chat_template_kwargs"] == {"enable_thinking": False} and theirs["max_tokens"] == 2048
+    else:
+        assert "chat_template_kwargs" not in theirs and theirs["max_completion_tokens"] == 256
+        assert "max_tokens" not in theirs

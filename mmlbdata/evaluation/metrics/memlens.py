@@ -8,10 +8,13 @@ paper's tables. Its aggregate also carries the rule metrics of ``data.py`` / ``p
 the judge.
 
 Options: ``judge`` (a :class:`~mmlbdata.evaluation.judge.JudgeClient`) and ``judge_prompts`` (the
-fetched ``judge_prompts/`` folder, or loaded prompts). Without a judge the score is the rules'
-stand-in (SubEM for answerable questions, refusal detected for answer refusal), said in the
-aggregate. The default and ``parity="official"`` agree: no known bug of the official scorer
-changes a score, so both give the official value.
+fetched ``judge_prompts/`` folder, or loaded prompts), ``judge_path`` (``vllm``, the default and the
+README's judge: ``max_tokens`` 2048 and ``chat_template_kwargs`` turning the judge model's thinking
+off; ``api``: ``llm_judge.py --api_model``'s request, ``max_completion_tokens`` 256 and nothing
+else, which OpenAI's API takes). Without a judge the score is the rules' stand-in (SubEM for
+answerable questions, refusal detected for answer refusal), said in the aggregate. The default and
+``parity="official"`` agree: no known bug of the official scorer changes a score, so both give the
+official value.
 """
 from __future__ import annotations
 
@@ -115,6 +118,14 @@ class MemLensJudge(Metric):
     def score(self, prediction, example):
         return self.score_many([prediction], [example])[0]
 
+    @property
+    def judge_params(self) -> dict:
+        """The judge request's parameters on the ``judge_path`` (see the module docstring)."""
+        path = self.options.get("judge_path") or "vllm"
+        if path not in mj.JUDGE_PATHS:
+            raise ValueError(f"memlens_judge judge_path must be one of {', '.join(mj.JUDGE_PATHS)}, not {path!r}")
+        return mj.JUDGE_PATHS[path]
+
     def score_many(self, predictions, examples):
         cases = [case(p, e) for p, e in zip(predictions, examples)]
         if not self.judged:
@@ -123,7 +134,7 @@ class MemLensJudge(Metric):
         asked = [i for i, c in enumerate(cases) if not c["auto_zero"]]
         requests = [self.prompts.request(cases[i]["task_key"], cases[i]["question"], cases[i]["reference"],
                                          cases[i]["judge_text"], cases[i]["old_answer"]) for i in asked]
-        replies = dict(zip(asked, self.options["judge"].complete_many(requests, **mj.JUDGE_PARAMS)))
+        replies = dict(zip(asked, self.options["judge"].complete_many(requests, **self.judge_params)))
         return [judged(c, replies.get(i), i in replies) for i, c in enumerate(cases)]
 
     def aggregate(self, results, examples):
