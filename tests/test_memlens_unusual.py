@@ -15,6 +15,7 @@ import pytest
 
 from mmlbdata.core.tokens import image_tokens
 from mmlbdata.dataset.build import build_configs
+from mmlbdata.evaluation.evaluate import evaluate_config
 from mmlbdata.evaluation.judge import JudgeClient
 from mmlbdata.evaluation.metrics import get_metric
 from mmlbdata.official.memlens_run import MAX_IMAGE_SIZE, sent_size
@@ -176,6 +177,90 @@ def test_num_tokens_at_800px_counts_what_the_official_runners_send(unusual, monk
     assert sent["rows"] == len(rows) and sent["max_tokens"] == max(
         json.loads(r["meta"])["num_tokens_at_800px"] for r in rows.values())
     assert any("shrunk to fit 800 px" in note for note in result.report["notes"])
+
+
+# -- number answers: eval_api.py drops them, --parity official too --------------------------------------
+
+class AnswersWithTheReference:
+    """Stands in for the model eval_api.py calls: prepare_inputs / generate, answering the reference."""
+
+    @staticmethod
+    def prepare_inputs(test_item, data):
+        return test_item
+
+    @staticmethod
+    def generate(inputs):
+        return {"output": f"It is {inputs['answer']}.", "input_len": 1, "output_len": 3}
+
+
+def _eval_api_results(code, root: Path, out: Path, monkeypatch) -> list[dict]:
+    """eval_api.py run_test, unchanged, on the release's dataset_32k.json (its own argument parser)."""
+    monkeypatch.setattr(sys, "argv", ["eval_api.py", "--model_name_or_path", "stand-in", "--input_file",
+                                      str(root / "dataset_32k.json"), "--output_dir", str(out), "--image_dir",
+                                      str(root / "release_images"), "--batch_size", "1"])
+    args = code.eval_api.parse_arguments()
+    out.mkdir(parents=True, exist_ok=True)  # main() makes it before run_test
+    path = code.eval_api.run_test(args, AnswersWithTheReference(), args.input_file)
+    return json.loads(Path(path).read_text())["data"]
+
+
+class Replies:
+    """A judge client stand-in: one point for every prompt; the prompts kept."""
+
+    model = "stand-in"
+
+    def __init__(self):
+        self.requests = []
+
+    def complete_many(self, requests, **params):
+        self.requests.extend(requests)
+        return ['"answer_score": 1'] * len(requests)
+
+
+def test_parity_official_drops_a_number_answer_as_eval_api_does(unusual, monkeypatch, tmp_path):
+    """parse_utils.py L91-93 @fd4c8d7: normalize_answer raises on a non-zero number (0 returns "" first);
+    eval_api.py L165 raises in the worker, L251-255 log and ``continue``: the item is not in the results,
+    neither its rule metrics (compute_metrics) nor the judge (llm_judge.evaluate reads the results) see
+    it. ``--parity official`` leaves it out and says why; the default scores it."""
+    root, out, _result, _by_url = unusual
+    code = official.load(tmp_path / "official", monkeypatch)
+    monkeypatch.chdir(root)
+    results = _eval_api_results(code, root, tmp_path / "results", monkeypatch)
+    rows = _rows(out, monkeypatch, tmp_path)
+    assert set(rows) - {r["question_id"] for r in results} == set(fixture.NUMBER_ANSWERS)
+    outputs = {qid: AnswersWithTheReference.generate({"answer": json.loads(row["meta"]).get("answer_value",
+                                                                                            row["answers"][0])})["output"]
+               for qid, row in rows.items()}
+    predictions = {qid: {"prediction": text} for qid, text in outputs.items()}
+    examples = list(rows.values())
+
+    parity = evaluate_config([dict(e) for e in examples], predictions, {"*": {"parity": "official"}})
+    assert parity["left_out"] == 2 and parity["n"] == len(rows) - 2
+    left = {e["id"]: e["extra"] for e in parity["examples"] if e.get("extra", {}).get("left_out")}
+    assert sorted(left) == sorted(fixture.NUMBER_ANSWERS)
+    assert left["u_int_answer"]["official_crash"] == "AttributeError: 'int' object has no attribute 'lower'"
+    official_rules, _ = code.parse_utils.compute_metrics(results)
+    ours = parity["metrics"]["memlens_judge"]["rules"]
+    assert ours["sub_em"] == pytest.approx(official_rules["overall"]["sub_em"])
+    assert ours["f1"] == pytest.approx(official_rules["overall"]["f1"])
+    assert ours["refusal_rate"] == pytest.approx(official_rules["overall"]["refusal_rate"])
+
+    default = evaluate_config([dict(e) for e in examples], predictions, {})
+    assert "left_out" not in default and default["n"] == len(rows)
+    scored = {e["id"]: e["score"] for e in default["examples"]}
+    assert scored["u_int_answer"] == scored["u_float_answer"] == 1.0  # "It is 7." holds the reference "7"
+
+    # the judge: the same prompts as llm_judge.evaluate sends for the results eval_api.py kept
+    official.StubOpenAI.calls = []
+    official.StubOpenAI.reply = staticmethod(lambda prompt: '"answer_score": 1')
+    code.llm_judge.init_vllm_judge()
+    code.llm_judge._load_questions_metadata(str(root / "dataset_32k.json"))  # --questions_file: old answers
+    code.llm_judge.evaluate(results, str(tmp_path / "judge.jsonl"), num_workers=1)
+    judge = Replies()
+    metric = get_metric("memlens_judge", parity="official", judge=judge, judge_prompts=code.root)
+    scored = metric.score_many([outputs[e["id"]] for e in examples], examples)
+    assert sorted(judge.requests) == sorted(c["messages"][0]["content"] for c in official.StubOpenAI.calls)
+    assert metric.aggregate(scored, examples)["left_out"] == 2
 
 
 # -- the judge's request body ---------------------------------------------------------------------------
