@@ -396,3 +396,48 @@ def test_selection_tests_the_names_load_llm_tests_in_its_order():
     tests = [line for line in source.splitlines() if re.match(r"\s*(if|elif) ", line)]  # not the comments
     official = [needle for line in tests for needle in re.findall(r'"([^"]+)" in lower_model_name', line)]
     assert [needle for needles, _ in SELECTION for needle in needles] == official
+
+
+# -- images as the wrappers open them: EXIF orientation, alpha ----------------------------------------------
+
+def _unusual_image(folder: Path, kind: str) -> Path:
+    """``sideways``: a photo stored sideways with an EXIF orientation tag (6: turn 90 degrees to show
+    it), as cameras write them; ``alpha``: an RGBA PNG whose colours differ where it is transparent
+    (a rendered page's)."""
+    from PIL import Image
+
+    folder.mkdir(parents=True, exist_ok=True)
+    pixels = torch.arange(96 * 64 * 3, dtype=torch.int64).reshape(64, 96, 3) % 251
+    if kind == "sideways":
+        photo = Image.fromarray(pixels.to(torch.uint8).numpy(), "RGB")
+        exif = photo.getexif()
+        exif[0x0112] = 6
+        photo.save(folder / "sideways.jpg", exif=exif.tobytes(), quality=95)
+        return folder / "sideways.jpg"
+    alpha = Image.fromarray(((pixels[:, :, :1].repeat(1, 1, 4) * 3 + torch.tensor([0, 80, 160, 0])) % 256)
+                            .to(torch.uint8).numpy(), "RGBA")
+    alpha.save(folder / "alpha.png")
+    return folder / "alpha.png"
+
+
+@pytest.mark.parametrize("kind", ["sideways", "alpha"])
+@pytest.mark.parametrize("profile_name", ["qwen2_vl", "gemma3", "idefics", "llava_onevision"])
+def test_exif_and_alpha_images_reach_the_model_as_the_wrapper_opens_them(profile_name, kind, official, release,
+                                                                         models, tmp_path):
+    """Each wrapper's own opening of an image path (@22b9f27): qwen2_vl.py through qwen-vl-utils'
+    fetch_image (Image.open, RGBA on white, no EXIF turn), gemma3.py L112-120 the path in the messages,
+    opened by the processor's transformers ``load_image`` (EXIF orientation, convert("RGB")),
+    idefics.py L231 ``load_image``, llava_onevision.py L114 ``Image.open(...).convert('RGB')``. The
+    Gemma 3 profile used to hand the processor the image as stored (unturned; RGBA composited on white)."""
+    paths = [_unusual_image(tmp_path / "images", kind)]
+    model_dir = build_tiny(profile_name, models)
+    theirs = _official_model(official, release, model_dir, [])
+    ours = HFBackend(str(model_dir), device="cpu", dtype="bfloat16",
+                     profile=make_profile(profile_name_for(str(model_dir)), str(model_dir)))
+    prompt = "Look at <image>. Is it upright?"
+    item = {"context": prompt, "image_list": [str(p) for p in paths]}
+    expected = theirs.prepare_inputs(item, {"user_template": "{context}", "system_template": "Answer:"})
+    content, _ = to_content(prompt, 1)
+    images = [{"bytes": p.read_bytes(), "path": None} for p in paths]
+    request = Request("x", "vh_single_8k", "binary_acc", content, images, "Answer:", 8)
+    _assert_same_tensors(ours.prepare([request]).inputs[0], expected, f"{profile_name} {kind}")

@@ -235,8 +235,16 @@ class IdeficsProfile(Profile):
 
 @dataclass
 class Gemma3Profile(Profile):
-    """gemma3.py: the chat template tokenises, images inside the messages."""
+    """gemma3.py: the chat template tokenises, images inside the messages. The wrapper puts each
+    image's path there, which the processor opens with transformers' ``load_image``: EXIF orientation
+    applied, ``convert("RGB")`` (an alpha channel dropped, the stored colours kept). A PIL image
+    there is used as it is, so the profile opens the images the same way first."""
     image_key: Optional[str] = "image"
+
+    def open_images(self, values: list) -> list:
+        from transformers.image_utils import load_image
+
+        return [load_image(img) for img in super().open_images(values)]
 
     def inputs(self, processor, content: list[dict], images: list, prefix: str,
                turns: Optional[list[dict]] = None):
