@@ -13,8 +13,13 @@ the unified counter beside the file's nominal length. A row holds:
 * ``question_date``, ``question_type`` (the ability), ``answers`` (the reference answer), and in
   ``meta`` the subtype, the old answer of knowledge updates and where the row comes from.
 
+``num_tokens`` is the unified count (every image at its stored size, as in every family);
+``meta.num_tokens_at_800px`` counts the images as MemLens's official runners send them, shrunk to
+fit 800 px (their ``--max_image_size`` default, :mod:`mmlbdata.official.memlens_run`).
+
 Images go through the content-addressed store, so the four lengths (and the agent subset) share
-one copy of each image in the output.
+one copy of each image in the output. An image named by URL is the file ``mmlb fetch
+memlens:url_images`` fetched; a record whose URL image was not fetched is skipped and reported.
 """
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ from mmlbdata.core.store import BadImageError, ImageRef
 from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
 from mmlbdata.evaluation.memlens_judge import task_key
 from mmlbdata.official import memlens_prompts as prompts
+from mmlbdata.official import memlens_run
 from mmlbdata.sources import memlens as source
 from mmlbdata.sources.mmlb_release import LengthTally
 
@@ -53,6 +59,7 @@ class _Images:
     def __init__(self) -> None:
         self.refs: list[ImageRef] = []
         self.missing: list[str] = []
+        self.unfetched: list[str] = []  # URLs without the file `mmlb fetch memlens:url_images` puts
 
 
 def _flat_turn(role: str, text: str, count: int) -> tuple[str, bool]:
@@ -113,7 +120,8 @@ class MemLens(MMLBBuilder):
         if not path.is_file():
             raise MissingSourceError(f"the MemLens release under {root} has no {name} (needed by {self.config.name})")
         keep = self._subset(root)
-        tally, seen, unusual = LengthTally(self.length), set(), {"mismatch": 0, "missing": 0}
+        tally, sent = LengthTally(self.length), LengthTally(self.length)
+        seen, unusual = set(), {"mismatch": 0, "missing": 0}
         for record in source.read_release_file(path, self.report):
             if self.limit is not None and tally.rows >= self.limit:
                 break
@@ -130,8 +138,9 @@ class MemLens(MMLBBuilder):
             for key in unusual:
                 unusual[key] += bool(example.pop(f"_{key}"))
             tally.add(example["num_tokens"])
+            sent.add(example.pop("_num_tokens_at_800px"))
             yield example
-        self._finish(name, keep, tally, unusual)
+        self._finish(name, keep, tally, sent, unusual)
 
     def _subset(self, root: Path) -> Optional[set[str]]:
         subset = str(self.option("subset", "all"))
@@ -144,10 +153,18 @@ class MemLens(MMLBBuilder):
             raise MissingSourceError(f"--option subset=agent needs {index} (the release's agent subset index)")
         return set(source.agent_subset(index))
 
-    def _finish(self, name: str, keep: Optional[set[str]], tally: LengthTally, unusual: dict[str, int]) -> None:
+    def _finish(self, name: str, keep: Optional[set[str]], tally: LengthTally, sent: LengthTally,
+                unusual: dict[str, int]) -> None:
         self.manifest_extra.update(provenance="official release", release_file=name,
-                                   subset="all" if keep is None else "agent", official_lengths=tally.summary())
+                                   subset="all" if keep is None else "agent", official_lengths=tally.summary(),
+                                   official_lengths_at_800px=sent.summary())
         self.report.note(f"{self.config.name}: {name}; {tally.describe()}")
+        if sent.rows:
+            s = sent.summary()
+            self.report.note(f"{self.config.name}: with images shrunk to fit {memlens_run.MAX_IMAGE_SIZE} px, as the "
+                             f"official runners send them: {s['min_tokens']}..{s['max_tokens']} tokens (mean "
+                             f"{s['mean_tokens']}), {sent.over} of {sent.rows} rows over the length "
+                             "(meta.num_tokens_at_800px)")
         if keep is not None and tally.rows != len(keep) and self.limit is None:
             self.report.note(f"{self.config.name}: the agent subset lists {len(keep)} question ids, "
                              f"{tally.rows} found in {name}")
@@ -161,12 +178,13 @@ class MemLens(MMLBBuilder):
 
     def _turn_images(self, root: Path, names: tuple[str, ...], images: _Images) -> list[int]:
         """The store references of one turn's images (indices into the row's list); an image the
-        release does not hold is dropped, as ``resolve_image_path`` drops it."""
+        release does not hold is dropped, as ``resolve_image_path`` drops it; a URL not fetched is
+        noted (the record is then skipped: the official run sends the URL's image)."""
         indices = []
         for name in names:
             found = source.image_path(root, name)
             if found is None:
-                images.missing.append(name)
+                (images.unfetched if source.is_url(name) else images.missing).append(name)
                 continue
             indices.append(len(images.refs))
             images.refs.append(self.store.ref_inside(found[0], found[1], what="image"))
@@ -187,6 +205,11 @@ class MemLens(MMLBBuilder):
         except (BadImageError, OSError) as err:
             self.report.skip(root / name, where, f"image unusable, record skipped: {err}")
             return None
+        if images.unfetched:
+            self.report.skip(root / name, where, f"{len(images.unfetched)} image URL(s) not fetched, e.g. "
+                                                 f"{images.unfetched[0][:200]} (`mmlb fetch memlens:url_images` "
+                                                 f"puts them in {source.URL_IMAGE_FOLDER}/)", field="images")
+            return None
         context, mismatch = flat_context(sessions)
         prompt = prompts.user_prompt(context, record.question, record.question_date)
         if prompt.count(IMAGE_PLACEHOLDER) != len(images.refs):
@@ -194,16 +217,20 @@ class MemLens(MMLBBuilder):
             self.report.skip(root / name, where, f"question or date holds {extra} {IMAGE_PLACEHOLDER} mark(s) "
                                                  "with no image", field="question")
             return None
-        num_tokens = self.counter.example(prompt, images.refs)
+        text_tokens = self.counter.text(prompt)
+        num_tokens = text_tokens + self.counter.images(images.refs)
+        at_800px = text_tokens + self.counter.images(memlens_run.sent_size(r.width, r.height) for r in images.refs)
         meta = {"question_id": record.question_id, "question_subtype": record.question_subtype,
                 "old_answer": record.old_answer, "category": record.question_type, "release_file": name,
                 "task_key": task_key(record.question_type, record.question_subtype, record.answer),
                 "release_index": record.index, "provenance": "official release",
-                "over_budget": num_tokens > self.length, "missing_images": len(images.missing),
-                **({"mark_mismatch_turns": mismatch} if mismatch else {})}
+                "over_budget": num_tokens > self.length, "num_tokens_at_800px": at_800px,
+                "missing_images": len(images.missing),
+                **({"mark_mismatch_turns": mismatch} if mismatch else {}),
+                **({"answer_value": record.answer_value} if record.answer_value is not None else {})}
         example = make_example(id=record.question_id, dataset="memlens", length=self.length, num_tokens=num_tokens,
                                prompt=prompt, images=images.refs, question=record.question, answers=[record.answer],
                                metric=self.config.metric, meta=meta, sessions=sessions,
                                question_date=record.question_date, question_type=record.question_type)
-        example.update(_mismatch=mismatch, _missing=len(images.missing))
+        example.update(_mismatch=mismatch, _missing=len(images.missing), _num_tokens_at_800px=at_800px)
         return example

@@ -106,3 +106,85 @@ def write_release(root: Path, data_root: Path, num_images: int = 8) -> Path:
              "per_type": {"information_extraction": 1}, "question_ids": AGENT_IDS}
     (root / "agent_subset_195.json").write_text(json.dumps(index, indent=2), encoding="utf-8")
     return root
+
+
+#: the unusual records of :func:`write_unusual_release`: (question_id, what is unusual)
+UNUSUAL = [
+    ("u_url", "images named by URL: a plain string and a dict's file, marks in place"),
+    ("u_url_dict_path", "an image named by URL under 'path', no marks in the text"),
+    ("u_qdate_null", "question_date null (data.py writes 'Question Date: None')"),
+    ("u_qdate_empty", "question_date '' (kept empty: item.get('question_date', 'unknown'))"),
+    ("u_qdate_number", "question_date a number (written as its digits)"),
+    ("u_dates_null", "a null entry in haystack_dates (session header 'Date: None')"),
+    ("u_session_date_null", "a dated session whose date is null"),
+    ("u_role_null", "a turn with role null and one without a role (chat: user; text: [Assistant])"),
+    ("u_abstention", "question_type 'abstention' (the judge's information-extraction criteria)"),
+    ("u_int_answer", "the answer the integer 7 (the official sub_em raises)"),
+    ("u_float_answer", "the answer the number 2.5 (the official sub_em raises)"),
+    ("u_zero_answer", "the answer the integer 0 (normalize_answer returns '' first: no crash)"),
+    ("u_no_sessions", "no haystack_sessions (no context) and no question_date ('unknown')"),
+    ("u_big_image", "a 1600x1200 photo (800x600 as the official runners send it)"),
+]
+#: the ids whose answer the official scorer raises on (eval_api.py drops them)
+NUMBER_ANSWERS = ("u_int_answer", "u_float_answer")
+
+
+def _unusual(question_id: str, names: list[str], urls: list[str], big: str) -> dict:
+    """One unusual record (see :data:`UNUSUAL`), otherwise like :func:`record`."""
+    item = record(0, 2, names)  # list-of-turns sessions dated by haystack_dates (one short)
+    item.update(question_id=question_id, question=f"What happened in {question_id}?")
+    turns = item["haystack_sessions"][0]
+    if question_id == "u_url":
+        turns[0].update(content="A <image> and a <image>.", images=[urls[0], {"file": urls[1], "image_url": urls[1]}])
+    elif question_id == "u_url_dict_path":
+        turns[1].update(images=[{"path": urls[1]}, names[1]])
+    elif question_id == "u_qdate_null":
+        item["question_date"] = None
+    elif question_id == "u_qdate_empty":
+        item["question_date"] = ""
+    elif question_id == "u_qdate_number":
+        item["question_date"] = 20240301
+    elif question_id == "u_dates_null":
+        item["haystack_dates"] = [None]
+    elif question_id == "u_session_date_null":
+        item["haystack_sessions"] = [{"date": None, "session": turns}, {"session": item["haystack_sessions"][1]}]
+        del item["haystack_dates"]
+    elif question_id == "u_role_null":
+        turns[0]["role"] = None
+        del turns[1]["role"]
+    elif question_id == "u_abstention":
+        item["question_type"] = "abstention"
+    elif question_id == "u_int_answer":
+        item["answer"] = 7
+    elif question_id == "u_float_answer":
+        item["answer"] = 2.5
+    elif question_id == "u_zero_answer":
+        item["answer"] = 0
+    elif question_id == "u_no_sessions":
+        for key in ("haystack_sessions", "haystack_dates", "question_date"):
+            del item[key]
+    elif question_id == "u_big_image":
+        turns[0].update(content="A big one: <image>", images=[big])
+    return item
+
+
+def write_unusual_release(root: Path, data_root: Path, url_base: str) -> tuple[Path, dict[str, bytes]]:
+    """A release in the official format whose ``dataset_32k.json`` holds the ten usual records and
+    one of each :data:`UNUSUAL` record; the images named by URL point under ``url_base`` (a
+    loopback server's). Returns the release and the URL files (path under ``url_base`` -> bytes)."""
+    import io
+
+    from PIL import Image
+
+    root = write_release(root, data_root, num_images=4)
+    served = {f"photo_{i}.jpg": photo.read_bytes() for i, photo in enumerate(photos(data_root, 6)[4:6])}
+    urls = [url_base + name for name in served]
+    with Image.open(photos(data_root, 1)[0]) as photo:
+        big = io.BytesIO()
+        photo.convert("RGB").resize((1600, 1200)).save(big, format="JPEG", quality=80)
+    (root / "release_images" / "big_1600x1200.jpg").write_bytes(big.getvalue())
+    names = [n for n in (f"release_images/img_{i:04d}.jpg" for i in range(4))]
+    items = json.loads((root / "dataset_32k.json").read_text(encoding="utf-8"))
+    items += [_unusual(qid, names, urls, "big_1600x1200.jpg") for qid, _why in UNUSUAL]
+    (root / "dataset_32k.json").write_text(json.dumps(items), encoding="utf-8")
+    return root, served

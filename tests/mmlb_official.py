@@ -1,6 +1,6 @@
 """MMLongBench's own evaluation code (EdinburghNLP/MMLongBench @22b9f27), checked out of the fetched
-repository at test time and imported unchanged: ``arguments.py``, ``data.py``, ``utils.py``,
-``vlm_model/`` (the model wrappers) and ``configs/``.
+repository at test time and imported unchanged: ``arguments.py``, ``eval.py`` (its ``run_test``),
+``data.py``, ``utils.py``, ``vlm_model/`` (the model wrappers) and ``configs/``.
 
 The repository is found at ``$MMLB_OFFICIAL_REPO`` (a git directory), else where the ``fetch`` tool
 puts it; tests that need it are skipped without it. Nothing of it is copied into the project.
@@ -25,7 +25,7 @@ from tests.mirrors import show_or_skip
 
 COMMIT = "22b9f27d311b60b37a94607b7dde92becc6fc2bb"
 MIRROR = "EdinburghNLP+MMLongBench"  # where the fetch tool puts it: .mirror/<owner+repo>/repo above the checkout
-FILES = ("arguments.py", "data.py", "utils.py", "utils_prompt.py", "vlm_model/__init__.py",
+FILES = ("arguments.py", "eval.py", "data.py", "utils.py", "utils_prompt.py", "vlm_model/__init__.py",
          "vlm_model/model_utils.py", "vlm_model/qwen2_vl.py", "vlm_model/gemma3.py", "vlm_model/idefics.py",
          "vlm_model/llava_onevision.py")
 CONFIGS = ("vrag_all.yaml", "vh_all.yaml", "mm_niah_text_all.yaml", "mm_niah_image_all.yaml", "icl_all.yaml",

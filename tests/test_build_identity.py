@@ -63,8 +63,9 @@ RECIPES = {
     "mmneedle_m10_n2_k2": "fc0670107efb3c7ac037159fd2d8ec3b2bddf44b76c3c995a87bf564322bf90c",  # mmneedle
     "mm_niah_retrieval_image_8k": "d42d34b7bfc441751628b34a2014af39b3d6e9d3ede768a55fe6708160c01cbe",  # mmniah
     "mm_niah_counting_text_8k": "74a6ebe8877079a33b7302d1a608c3d2111e428a01bd5c2aa099ddc36703c3f2",  # mmniah
-    # memlens: recorded when the family was added (issue 34), the same in both layouts
-    "memlens_32k": "822288d3b90fa39c3ab28941555e6e0afdfb697523da366539bf46b3012b3053",  # memlens
+    # memlens: recorded when the family was added (issue 34), the same in both layouts; re-pinned by
+    # #47: meta.num_tokens_at_800px added (every other field and image of the three rows unchanged)
+    "memlens_32k": "99240092e20fd5550b3554a406ac18ac358df3fdda33b0c596605e1fbb8afe09",  # memlens
 }
 
 # The same builds' parquet bytes (``<config>.metadata.parquet``), recorded at bc9d6da, before the
@@ -88,7 +89,7 @@ RECIPE_PARQUET = {
     "mmneedle_m10_n2_k2": "22c4db0e944449cebffc0b36e210cc4b2605a06d80979f7329c0811a4fa68ed2",
     "mm_niah_retrieval_image_8k": "9eb150614ddca9625d6e4263a337389c305979262da0391da9b3fade695185eb",
     "mm_niah_counting_text_8k": "709af8ffe2cd1e8e4bf9e7fd0af79aba8bad2864965fd6731d120a7104b3a7db",
-    "memlens_32k": "39ac572ac9999c0ff4f107e3c75d6a79ae323c5a54537865912cb5f859f93848",  # recorded with the family
+    "memlens_32k": "4d35dcc51583fd2c8d06488b6e035021bd3d7fcc70632e8c749642c4a22abd92",  # #47: num_tokens_at_800px
 }
 
 

@@ -241,7 +241,16 @@ def serve_registry(registry, lexsum_src: Path):
     repos["allenai/multi_lexsum"].update({f"releases/v20230518/{n}": (lexsum / n).read_bytes()
                                           for n in ("test.json", "sources.json")})
     url_files["/clearinghouse.net/doc/A-1-0001"] = (lexsum_src / "pdfs" / "A-1-0001.pdf").read_bytes()
+    # MemLens: a record naming an image by URL (the url_images follow-up step fetches it)
+    turn = {"role": "user", "content": "<image>", "images": [MEMLENS_URL]}
+    record = {"question_id": "q0", "question_type": "information_extraction", "question": "?", "answer": "a",
+              "haystack_sessions": [[turn]]}
+    repos["xiyuRenBill/MEMLENS"]["dataset_32k.json"] = json.dumps([record]).encode()
+    url_files["/" + MEMLENS_URL.split("://", 1)[1]] = b"\xff\xd8\xff" + b"jpeg" * 10
     return url_files, repos, patched
+
+
+MEMLENS_URL = "https://example.org/memlens/photo.jpg"
 
 
 def test_every_key_fetched_from_loopback_servers_then_kept(tmp_path):
@@ -281,6 +290,9 @@ def test_every_key_fetched_from_loopback_servers_then_kept(tmp_path):
     assert (dest / "mmlb_release" / "mmlb_image" / "icl" / "b.jpg").is_file()
     assert (dest / "slidevqa" / "annotations" / "qa" / "test.jsonl").is_file()
     assert (dest / "multi_lexsum" / "pdfs" / "A-1-0001.pdf").is_file()  # follow-up step, mirrored URL
+    from mmlbdata.sources.memlens import url_image_name
+
+    assert (dest / "memlens" / "url_images" / url_image_name(MEMLENS_URL)).read_bytes()[:3] == b"\xff\xd8\xff"
     paths = F.source_paths(registry, dest, ["kilt", "coco"])
     assert paths["kilt"].is_file() and paths["coco"] == dest / "coco"
     last = json.loads((dest / F.STATE_DIR / "last-report.json").read_text())

@@ -50,12 +50,16 @@ def test_record_fields_as_the_official_code_reads_them(release):
 
 
 def test_bad_records_are_skipped_and_reported_with_file_index_field_reason(tmp_path):
+    """Records the official loader cannot read (data.py load_data @fd4c8d7 raises: sessions not a list
+    L134/L212, turns whose items are not objects L145/L223, a turn's text not a string L267-269), an
+    ability that cannot key the official tables, no reference answer, not an object. (Dates, questions, roles and abilities it writes into
+    the prompt as they are: tests/test_memlens_unusual.py.)"""
     good = fixture.record(0, 2, ["a.jpg"])
     bad = [
-        {**good, "question_id": "b1", "question": 5},
-        {**good, "question_id": "b2", "question_type": "chit_chat"},
+        {**good, "question_id": "b1", "haystack_sessions": 5},
+        {**good, "question_id": "b2", "question_type": ["chit_chat"]},
         {**good, "question_id": "b3", "haystack_sessions": [[{"role": "user", "content": ["x"]}]]},
-        {**good, "question_id": "b4", "haystack_sessions": [{"date": 3, "session": []}]},
+        {**good, "question_id": "b4", "haystack_sessions": [{"date": 3, "session": "hello"}]},
         {k: v for k, v in good.items() if k != "answer"},
         "not an object",
     ]
@@ -65,9 +69,9 @@ def test_bad_records_are_skipped_and_reported_with_file_index_field_reason(tmp_p
     assert [r.question_id for r in _records(path, report)] == ["q000", "last"]
     skipped = [(s.record, s.field, s.reason) for s in report.skipped]
     assert [s[0] for s in skipped] == [f"item {i}" for i in range(1, 7)]
-    assert [s[1] for s in skipped] == ["question", "question_type", "haystack_sessions[0][0].content",
-                                       "haystack_sessions[0].date", "answer", None]
-    assert "expected a string, got 5" in skipped[0][2] and "one of information_extraction" in skipped[1][2]
+    assert [s[1] for s in skipped] == ["haystack_sessions", "question_type", "haystack_sessions[0][0].content",
+                                       "haystack_sessions[0].session", "answer", None]
+    assert "expected a list, got 5" in skipped[0][2] and "expected a string or null" in skipped[1][2]
     assert all(s.file.endswith("dataset_32k.json") for s in report.skipped)
 
 

@@ -97,15 +97,15 @@ def test_the_flattened_prompt_is_the_official_text_mode(built, monkeypatch, tmp_
 def test_agent_subset_and_bad_records(tmp_path, real_data, tokenizer_path, monkeypatch):
     root = fixture.write_release(tmp_path / "release", real_data, num_images=4)
     items = json.loads((root / "dataset_32k.json").read_text())
-    items[3]["question_date"] = 20240101  # a number where a string belongs: reported, skipped
+    items[3]["haystack_sessions"][0]["session"] = "no turns"  # data.py cannot read it: reported, skipped
     (root / "dataset_32k.json").write_text(json.dumps(items))
     out = tmp_path / "out"
     [agent] = build_configs(["memlens_32k"], {"memlens": root}, out, progress=False, tokenizer=tokenizer_path,
                             options={"subset": "agent"})
     assert agent.ok and agent.stats.num_rows == len(fixture.AGENT_IDS) - 1
     [skipped] = agent.report["skipped"]
-    assert skipped["record"] == "item 3" and skipped["field"] == "question_date"
-    assert skipped["file"].endswith("dataset_32k.json") and "expected a string" in skipped["reason"]
+    assert skipped["record"] == "item 3" and skipped["field"] == "haystack_sessions[0].session"
+    assert skipped["file"].endswith("dataset_32k.json") and "expected a list" in skipped["reason"]
     assert json.loads((out / "manifests" / "memlens_32k.json").read_text())["subset"] == "agent"
     assert [r["id"] for r in _rows(out, "memlens_32k", monkeypatch, tmp_path)] == ["q000", "q006", "q008"]
     [bad] = build_configs(["memlens_64k"], {"memlens": root}, tmp_path / "o2", progress=False,

@@ -334,11 +334,13 @@ def test_mmlb_run_says_which_profile_ran_and_uses_the_official_budgets(built_vh,
     assert "vh_single_8k: MMLongBench's configs/vh_all.yaml: generation_max_length 128 (running with 128)" in \
         caplog.text and "vh_single_512k: MMLongBench" not in caplog.text
     assert len(out.read_text().splitlines()) == 3 and "3 examples" in captured.out
+    assert [json.loads(line)["seed"] for line in out.read_text().splitlines()] == [42] * 3  # eval.py's set_seed
     seen.clear()
     assert _run_cli(["--model", str(model), "--device", "cpu", "--data", str(built_vh), "--config", "vh_single_8k",
                      "--out", str(tmp_path / "p2.jsonl"), "--limit", "1", "--max-new-tokens", "2",
                      "--model-profile", "generic"]) == 0
     assert seen == [] and "profile: generic (asked for with --model-profile generic)" in capsys.readouterr().err
+    assert "seed" not in json.loads((tmp_path / "p2.jsonl").read_text())  # greedy, never seeded
 
 
 def test_the_summary_gives_the_gpu_peak_the_batches_recorded(built_vh, tmp_path, monkeypatch, caplog):
@@ -396,3 +398,114 @@ def test_selection_tests_the_names_load_llm_tests_in_its_order():
     tests = [line for line in source.splitlines() if re.match(r"\s*(if|elif) ", line)]  # not the comments
     official = [needle for line in tests for needle in re.findall(r'"([^"]+)" in lower_model_name', line)]
     assert [needle for needles, _ in SELECTION for needle in needles] == official
+
+
+# -- images as the wrappers open them: EXIF orientation, alpha ----------------------------------------------
+
+def _unusual_image(folder: Path, kind: str) -> Path:
+    """``sideways``: a photo stored sideways with an EXIF orientation tag (6: turn 90 degrees to show
+    it), as cameras write them; ``alpha``: an RGBA PNG whose colours differ where it is transparent
+    (a rendered page's)."""
+    from PIL import Image
+
+    folder.mkdir(parents=True, exist_ok=True)
+    pixels = torch.arange(96 * 64 * 3, dtype=torch.int64).reshape(64, 96, 3) % 251
+    if kind == "sideways":
+        photo = Image.fromarray(pixels.to(torch.uint8).numpy(), "RGB")
+        exif = photo.getexif()
+        exif[0x0112] = 6
+        photo.save(folder / "sideways.jpg", exif=exif.tobytes(), quality=95)
+        return folder / "sideways.jpg"
+    alpha = Image.fromarray(((pixels[:, :, :1].repeat(1, 1, 4) * 3 + torch.tensor([0, 80, 160, 0])) % 256)
+                            .to(torch.uint8).numpy(), "RGBA")
+    alpha.save(folder / "alpha.png")
+    return folder / "alpha.png"
+
+
+@pytest.mark.parametrize("kind", ["sideways", "alpha"])
+@pytest.mark.parametrize("profile_name", ["qwen2_vl", "gemma3", "idefics", "llava_onevision"])
+def test_exif_and_alpha_images_reach_the_model_as_the_wrapper_opens_them(profile_name, kind, official, release,
+                                                                         models, tmp_path):
+    """Each wrapper's own opening of an image path (@22b9f27): qwen2_vl.py through qwen-vl-utils'
+    fetch_image (Image.open, RGBA on white, no EXIF turn), gemma3.py L112-120 the path in the messages,
+    opened by the processor's transformers ``load_image`` (EXIF orientation, convert("RGB")),
+    idefics.py L231 ``load_image``, llava_onevision.py L114 ``Image.open(...).convert('RGB')``. The
+    Gemma 3 profile used to hand the processor the image as stored (unturned; RGBA composited on white)."""
+    paths = [_unusual_image(tmp_path / "images", kind)]
+    model_dir = build_tiny(profile_name, models)
+    theirs = _official_model(official, release, model_dir, [])
+    ours = HFBackend(str(model_dir), device="cpu", dtype="bfloat16",
+                     profile=make_profile(profile_name_for(str(model_dir)), str(model_dir)))
+    prompt = "Look at <image>. Is it upright?"
+    item = {"context": prompt, "image_list": [str(p) for p in paths]}
+    expected = theirs.prepare_inputs(item, {"user_template": "{context}", "system_template": "Answer:"})
+    content, _ = to_content(prompt, 1)
+    images = [{"bytes": p.read_bytes(), "path": None} for p in paths]
+    request = Request("x", "vh_single_8k", "binary_acc", content, images, "Answer:", 8)
+    _assert_same_tensors(ours.prepare([request]).inputs[0], expected, f"{profile_name} {kind}")
+
+
+# -- generation: --generation-min-length, the seed eval.py sets before each dataset ------------------------
+
+def test_generation_min_length_is_the_wrappers_min_new_tokens(official, release, models):
+    """arguments.py L38 @22b9f27 ``--generation_min_length`` reaches ``generate`` as ``min_new_tokens``
+    (gemma3.py L162); ``mmlb run --generation-min-length`` does the same."""
+    model_dir = build_tiny("gemma3", models)
+    theirs = _official_model(official, release, model_dir, ["--generation_min_length", "5"])
+    args = _parse_run(["--model", str(model_dir), "--data", "d", "--config", "vh_single_8k", "--out", "o",
+                       "--generation-min-length", "5"])
+    from mmlbdata.cli.run import profile_options
+
+    ours = HFBackend(str(model_dir), device="cpu", dtype="bfloat16",
+                     profile=make_profile("gemma3", str(model_dir), profile_options(args)))
+    theirs.model.generate, ours.model.generate = Recorder(), Recorder()
+    loaded, _args = _official_item(official, release, theirs, "vh_all.yaml", "vh_single", 8)
+    item = loaded["data"][0]
+    theirs.generate(inputs=theirs.prepare_inputs(item, loaded))
+    ours.generate(ours.prepare([_our_request(release, "vh_single", 8, item, loaded)]))
+    t_args, o_args = (_split_call(theirs.model.generate.calls[-1])[1], _split_call(ours.model.generate.calls[-1])[1])
+    assert o_args == t_args and o_args["min_new_tokens"] == 5
+
+
+def _parse_run(argv: list[str]):
+    import argparse
+
+    from mmlbdata.cli import run as run_cmd
+
+    parser = argparse.ArgumentParser(prog="mmlb")
+    run_cmd.register(parser.add_subparsers())
+    return parser.parse_args(["run", *argv])
+
+
+def test_sampling_draws_what_eval_py_draws_seeded_before_each_dataset(official, release, models, tmp_path):
+    """eval.py L37 @22b9f27 calls ``set_seed(args.seed)`` (arguments.py L45: 42) at the start of each
+    dataset's ``run_test``; with ``--do_sample True`` the tokens drawn follow from it. Official
+    ``run_test`` runs unchanged on two datasets of vh_all.yaml with the tiny Gemma 3 sampling; the
+    profile (seeded before each config's first generation) draws the same text for every example,
+    whatever the random state was before, and records the seed. Unseeded it drew other tokens."""
+    import eval as official_eval
+
+    model_dir = build_tiny("gemma3", models)
+    sampling = ["--do_sample", "True", "--temperature", "1.0", "--top_p", "1.0"]
+    theirs = _official_model(official, release, model_dir, sampling)
+    ours = HFBackend(str(model_dir), device="cpu", dtype="bfloat16", profile=make_profile(
+        "gemma3", str(model_dir), ProfileOptions(do_sample=True, temperature=1.0, top_p=1.0)))
+    expected, got, checked = [], [], 0
+    for dataset in ("vh_single", "vh_multi"):
+        loaded, args = _official_item(official, release, theirs, "vh_all.yaml", dataset, 8)
+        args.output_dir, args.overwrite, args.num_workers = str(tmp_path / "out"), True, 0
+        theirs.generation_max_length = 6
+        os.makedirs(args.output_dir, exist_ok=True)
+        path = official_eval.run_test(args, theirs, args.datasets, args.test_files)
+        expected += [r["output"] for r in json.loads(Path(path).read_text())["data"]]
+        torch.manual_seed(1234 + checked)  # whatever state the process is in: the seed decides
+        torch.rand(7)
+        for item in loaded["data"]:
+            request = _our_request(release, dataset, 8, item, loaded)
+            request.max_new_tokens = 6
+            [generation] = ours.generate(ours.prepare([request]))
+            got.append(loaded["system_template"] + generation.text)
+            assert generation.seed == 42
+            checked += 1
+    assert checked >= 2 and got == expected
+    assert len(set(expected)) > 1  # sampling: the examples differ, so the draw is what is compared

@@ -60,6 +60,10 @@ def register(subparsers) -> None:
     p.add_argument("--memlens-judge-prompts", default=os.environ.get("MMLB_MEMLENS_JUDGE_PROMPTS"), metavar="PATH",
                    help="MemLens's official judge_prompts/ folder (or the folder `mmlb fetch memlens_judge_prompts "
                         "--dest DIR` filled; env MMLB_MEMLENS_JUDGE_PROMPTS): the memlens configs' LLM judge")
+    p.add_argument("--memlens-judge-path", choices=["vllm", "api"], default="vllm",
+                   help="the memlens judge's request, as MemLens's llm_judge.py sends it: vllm (default, the README's "
+                        "judge: max_tokens 2048 and chat_template_kwargs {enable_thinking: false} in the body, for a "
+                        "vLLM server) or api (its --api_model: max_completion_tokens 256 only, which OpenAI accepts)")
     p.add_argument("--judge-type", choices=["openai", "azure"], default="openai",
                    help="azure: an Azure OpenAI endpoint (--judge-base-url), as MMLongBench's judge client allows")
     p.add_argument("--random-fallback", action="store_true",
@@ -114,7 +118,7 @@ def metric_options(args, judge) -> dict:
         "docqa": {"judge": judge if args.extractor == "judge" else None, "judge_prompts": args.judge_prompts},
         # MemLens's official judge: only a real judge (without one, the rules stand in, said in the report)
         "memlens_judge": {"judge": judge if args.extractor == "judge" else None,
-                          "judge_prompts": args.memlens_judge_prompts},
+                          "judge_prompts": args.memlens_judge_prompts, "judge_path": args.memlens_judge_path},
         "summ_judge": {"judge": judge_or_stub, "keypoints": keypoint_table(args.summ_keypoints)},
         "readbench_mc": {"random_fallback": args.random_fallback},
         "lvb_mc": {"random_fallback": args.random_fallback},

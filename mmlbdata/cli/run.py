@@ -93,6 +93,11 @@ def add_profile_arguments(p) -> None:
     g.add_argument("--do-sample", action="store_true", help="sample instead of greedy decoding")
     g.add_argument("--temperature", type=float, default=1.0, help="with --do-sample")
     g.add_argument("--top-p", type=float, default=1.0, help="with --do-sample")
+    g.add_argument("--generation-min-length", type=int, default=0, metavar="N",
+                   help="hf profiles: generate at least N new tokens (MMLongBench's --generation_min_length)")
+    g.add_argument("--seed", type=int, default=42,
+                   help="hf profiles: transformers.set_seed(SEED) before each config's first generation, as "
+                        "MMLongBench's eval.py before each dataset (recorded in each prediction line)")
 
 
 def profile_options(args):
@@ -101,7 +106,7 @@ def profile_options(args):
     splitting = None if args.do_image_splitting is None else args.do_image_splitting == "true"
     return ProfileOptions(use_yarn=args.use_yarn, image_resize=args.image_resize, do_image_splitting=splitting,
                           stop_newline=args.stop_newline, do_sample=args.do_sample, temperature=args.temperature,
-                          top_p=args.top_p)
+                          top_p=args.top_p, generation_min_length=args.generation_min_length, seed=args.seed)
 
 
 def backend_options(args):

@@ -133,12 +133,17 @@ class JudgeClient:
         return {"base_url": self.base_url, "api_type": self.api_type,
                 **({"api_version": self.api_version} if self.api_type == "azure" else {})}
 
-    def complete(self, request: Request, max_tokens: int = 1024, temperature: float | None = 0.0) -> str | None:
+    def complete(self, request: Request, max_tokens: int | None = 1024, temperature: float | None = 0.0,
+                 **extra) -> str | None:
         """The reply text, from the cache when this (endpoint, model, prompt, params) was seen; None when
         the endpoint keeps failing (counted in ``usage.failures``, never raised).
-        ``temperature=None`` sends none (the endpoint's default, as MMLongBench's doc-QA judge)."""
+        ``temperature=None`` / ``max_tokens=None`` send none (the endpoint's default, as MMLongBench's
+        doc-QA judge); ``extra``: other parameters of the request as the openai client takes them
+        (``max_completion_tokens``; ``extra_body``, merged into the JSON body: MemLens's
+        ``chat_template_kwargs``), part of the cache key too."""
         messages = _messages(request)
-        params = {"max_tokens": max_tokens, **({} if temperature is None else {"temperature": temperature})}
+        params = {**({} if max_tokens is None else {"max_tokens": max_tokens}),
+                  **({} if temperature is None else {"temperature": temperature}), **extra}
         key = cache_key(self.endpoint(), self.model, messages, params)
         hit = self.cache.get(key)
         if hit is not None:

@@ -14,7 +14,10 @@ around the judge call is reproduced here, written from reading that code:
 * the answer the judge sees: the runner's output through ``parse_model_output`` (eval.py's
   post-processing, then again in ``normalize_for_judge``), tail-truncated past 6000 characters;
   more than 500 words after that scores 0 without a judge call (``PARSED_WORDS_THRESHOLD``);
-* one user message, ``temperature=0``, ``max_tokens=2048`` (the vLLM judge path);
+* one user message, ``temperature=0``, and on the vLLM judge path (the default, the README's)
+  ``max_tokens=2048`` and ``chat_template_kwargs={"enable_thinking": false}`` in the request body
+  (``extra_body``), which turns a thinking judge model's reasoning off; on the API path
+  (``llm_judge.py --api_model``) ``max_completion_tokens=256`` and nothing else;
 * the reply read by ``_parse_judge_response``: ``"answer_score": N``, else ``deserves N point``,
   else ``[Score]: N``, clamped to 1; nothing readable (or a failed call) is 0.
 
@@ -36,8 +39,14 @@ FOLDER = "judge_prompts"
 ABILITY_FILES = ("information_extraction", "knowledge_update", "temporal_reasoning", "multi_session_reasoning",
                  "answer_refusal")
 BASE_FILE, BASE_NAME, INDEX_FILE, BUILDER = "base.py", "QA_BENCHMARK_JUDGE_PROMPT", "__init__.py", "build_judge_prompt"
-#: llm_judge.py _judge_one, the vLLM judge (the README's): temperature 0.0, max_tokens 2048
-JUDGE_PARAMS = {"max_tokens": 2048, "temperature": 0.0}
+#: llm_judge.py _judge_one (L154-167 @fd4c8d7), the vLLM judge (the README's): temperature 0.0,
+#: max_tokens 2048, and in the body (the openai client's extra_body) the chat template's thinking off
+JUDGE_PARAMS = {"max_tokens": 2048, "temperature": 0.0,
+                "extra_body": {"chat_template_kwargs": {"enable_thinking": False}}}
+#: the same call with --api_model (API mode): max_completion_tokens 256, no extra_body
+API_JUDGE_PARAMS = {"max_tokens": None, "temperature": 0.0, "max_completion_tokens": 256}
+#: --memlens-judge-path: which of the two official requests the judge is sent
+JUDGE_PATHS = {"vllm": JUDGE_PARAMS, "api": API_JUDGE_PARAMS}
 #: llm_judge.py evaluate: PARSED_WORDS_THRESHOLD
 MAX_ANSWER_WORDS = 500
 #: parse_utils.py normalize_for_judge: TAIL_CHAR_LIMIT, TAIL_FRACTION, MIN_LENGTH_FOR_TRUNCATION, the marker

@@ -156,6 +156,11 @@ DEVIATIONS: tuple[Deviation, ...] = (
       "`eval_gpt4_summ.py` L348-349 drops the 8 characters of the runner's prepended `Summary:` only, then "
       "strips, so the judge reads `Summary: x`", "the model's own leading `Summary:` dropped after stripping: "
       "the judge reads `x`", "a repeated prefix is formatting, not part of the summary"),
+    D("memlens_judge", "a reference answer released as a number (`7`, `2.5`; `0` does not raise)",
+      "`sub_em` raises (`parse_utils.py` L91-93 @fd4c8d7: `s.lower()`) and `eval_api.py` drops the item "
+      "(L251-255): left out of every average, rule metrics and judge alike; the report gives `left_out`",
+      "scored against the number's text (`7`), by the judge and the rules", "a number is a valid reference; "
+      "the drop is a crash of the official scorer, not a rule"),
     D("lvb_mc", "any", "no official scorer in the pinned LongVideoBench code", "same in both modes "
       "(`--random-fallback` adds a seeded random letter)", "nothing to reproduce"),
 )

@@ -16,7 +16,8 @@ What ``build_messages`` does, and so this module:
 * the session header ``=== Session i (Date: d) ===`` on a line before the first text of the
   session's first turn (its own text item when that turn begins with an image); a turn left with
   nothing is not sent;
-* a last user message: the instruction, the question date, the question (``QUESTION_TEMPLATE``).
+* a last user message: the instruction, the question date, the question (``QUESTION_TEMPLATE``; the
+  date as the row holds it, an empty one empty: ``item.get("question_date", "unknown")`` keeps ``""``).
 
 ``text_only`` (the official ``--text_only``) strips the images and their marks; ``no_context``
 (``--no_context``) sends the system message and the question only.
@@ -92,7 +93,8 @@ def chat_messages(row: dict[str, Any], *, label_images: bool = False, instructio
                 items = _with_header(items, header)
             if items:
                 messages.append({"role": "assistant" if turn["role"] == "assistant" else "user", "content": items})
-    question = prompts.question_block(row.get("question") or "", row.get("question_date") or prompts.UNKNOWN,
+    date = row.get("question_date")  # as the build wrote it ("" stays empty, as data.py keeps it)
+    question = prompts.question_block(row.get("question") or "", prompts.UNKNOWN if date is None else date,
                                       instruction)
     messages.append({"role": "user", "content": [_text(question)]})
     return messages

@@ -56,6 +56,7 @@ class Generation:
     text: str
     prompt_tokens: int = 0
     generated_tokens: int = 0
+    seed: Optional[int] = None  # the seed the backend set before the config (None: not seeded)
 
 
 class Backend(Protocol):
@@ -286,15 +287,17 @@ def generate_batch(backend: Backend, batch: Batch) -> tuple[list[dict], list[str
     for req, gen in zip(reqs, gens):
         text = req.prefix + gen.text if req.prefix else gen.text
         rows.append({"id": req.id, "config": req.config, "prediction": text,
-                     "prompt_tokens": gen.prompt_tokens, "generated_tokens": gen.generated_tokens})
+                     "prompt_tokens": gen.prompt_tokens, "generated_tokens": gen.generated_tokens,
+                     **({"seed": gen.seed} if gen.seed is not None else {})})
     return rows, []
 
 
 def write_prediction(sink, row: dict, stats: RunStats) -> None:
     """Append one prediction line (the format every runner writes and ``mmlb eval`` reads) and
     count it in ``stats``; ``sink=None`` only counts."""
-    if sink is not None:
-        sink.write(json.dumps({k: row[k] for k in PREDICTION_FIELDS}, ensure_ascii=False) + "\n")
+    if sink is not None:  # the seed too, when the backend seeded (hf profiles)
+        fields = PREDICTION_FIELDS + (("seed",) if row.get("seed") is not None else ())
+        sink.write(json.dumps({k: row[k] for k in fields}, ensure_ascii=False) + "\n")
     stats.examples += 1
     stats.prompt_tokens += row["prompt_tokens"]
     stats.generated_tokens += row["generated_tokens"]

@@ -77,6 +77,7 @@ class HFBackend:
         self.stop_ids = profile.stop_token_ids(self.model.generation_config, tokenizer) if profile else None
         if profile:
             profile.dtype = self.model.dtype
+        self._seeded_config = None  # the config the random state was last seeded for (profiles)
         log.info("loaded %s on %s (%s)", model, self.device, torch_dtype)
 
     def _processor(self):
@@ -142,16 +143,32 @@ class HFBackend:
         """What the profile's official ``generate`` passes besides the inputs."""
         return self.profile.generate_kwargs(request.max_new_tokens, self.stop_ids, self.tokenizer.pad_token_id)
 
+    def _seed(self, request: Request) -> int:
+        """eval.py's ``set_seed(args.seed)`` at the start of each dataset (``run_test`` L37 @22b9f27),
+        then the one number its ``DataLoader`` draws from torch's CPU generator as its iteration starts
+        (the workers' base seed): here before the first generation of each config, so ``--do-sample``
+        draws what the official run draws."""
+        seed = self.profile.options.seed
+        if request.config != self._seeded_config:
+            import torch
+            from transformers import set_seed
+
+            set_seed(seed)
+            torch.empty((), dtype=torch.int64).random_()  # torch.utils.data's _BaseDataLoaderIter: _base_seed
+            self._seeded_config = request.config
+        return seed
+
     def _generate_one(self, request: Request, inputs) -> Generation:
         import torch
 
+        seed = self._seed(request)
         inputs = inputs.to(self.device)  # pixel values as the processor made them (the model casts them)
         prompt_len = inputs["input_ids"].shape[1]
         with torch.inference_mode():
             out = self.model.generate(**inputs, **self.generation_kwargs(request))
         new = out["sequences"][0, prompt_len:]
         return Generation(self.tokenizer.decode(new, skip_special_tokens=True), int(prompt_len),
-                          int(new.shape[0]))
+                          int(new.shape[0]), seed=seed)
 
 
 @dataclass

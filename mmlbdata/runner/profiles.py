@@ -13,8 +13,9 @@ wrapper (the same substrings, in the same order), or named with ``mmlb run --pro
 - the vision preprocessing: how images are opened, converted and resized before the processor
   (qwen-vl-utils ``process_vision_info`` for Qwen, transformers ``load_image`` for Idefics and
   Gemma 3, ``image_resize`` where the wrapper applies it);
-- the generation arguments: ``generation_max_length`` new tokens, greedy unless ``do_sample``,
-  stop ids = the generation config's EOS ids (+ newline tokens with ``stop_newline``).
+- the generation arguments: ``generation_max_length`` new tokens, at least ``generation_min_length``,
+  greedy unless ``do_sample``, stop ids = the generation config's EOS ids (+ newline tokens with
+  ``stop_newline``); the seed ``eval.py`` sets before each dataset (``set_seed(args.seed)``, 42).
 
 Requests are prepared one at a time, as the official DataLoader does (batch size 1). Families
 whose wrapper is not reproduced here run on the generic path, and the run says so.
@@ -68,6 +69,10 @@ class ProfileOptions:
     do_sample: bool = False
     temperature: float = 1.0
     top_p: float = 1.0
+    #: --generation_min_length: min_new_tokens of every generate call
+    generation_min_length: int = 0
+    #: --seed: eval.py's run_test calls set_seed(args.seed) before each dataset (HFBackend: each config)
+    seed: int = 42
 
 
 @dataclass
@@ -162,7 +167,8 @@ class Profile:
 
     def generate_kwargs(self, max_new_tokens: int, stop_ids: list[int], pad_token_id: int) -> dict:
         sample = self.options.do_sample
-        return {"max_new_tokens": max_new_tokens, "min_new_tokens": 0, "do_sample": sample,
+        return {"max_new_tokens": max_new_tokens, "min_new_tokens": self.options.generation_min_length,
+                "do_sample": sample,
                 "temperature": self.options.temperature if sample else None,
                 "top_p": self.options.top_p if sample else None, "top_k": None,
                 "eos_token_id": stop_ids, "pad_token_id": pad_token_id,
@@ -235,8 +241,16 @@ class IdeficsProfile(Profile):
 
 @dataclass
 class Gemma3Profile(Profile):
-    """gemma3.py: the chat template tokenises, images inside the messages."""
+    """gemma3.py: the chat template tokenises, images inside the messages. The wrapper puts each
+    image's path there, which the processor opens with transformers' ``load_image``: EXIF orientation
+    applied, ``convert("RGB")`` (an alpha channel dropped, the stored colours kept). A PIL image
+    there is used as it is, so the profile opens the images the same way first."""
     image_key: Optional[str] = "image"
+
+    def open_images(self, values: list) -> list:
+        from transformers.image_utils import load_image
+
+        return [load_image(img) for img in super().open_images(values)]
 
     def inputs(self, processor, content: list[dict], images: list, prefix: str,
                turns: Optional[list[dict]] = None):

@@ -435,7 +435,8 @@ def _run_part(dest: Path, part: Part, entry: SourceEntry, options: FetchOptions)
 
 
 def _follow_up(dest: Path, part: Part, options: FetchOptions) -> PartOutcome:
-    """The ``then`` step: the PDFs a summarization release refers to (mmlbdata.sources.download)."""
+    """The ``then`` step: the files a release refers to (mmlbdata.sources.download): a summarization
+    release's PDFs, MemLens's images named by URL."""
     from mmlbdata.sources.download import download_all
 
     try:
@@ -454,11 +455,16 @@ def _follow_up(dest: Path, part: Part, options: FetchOptions) -> PartOutcome:
 def release_pdf_specs(key: str, root: Path, *, split: str = "test", dest: Optional[Path] = None,
                       urls: Optional[Mapping[str, str]] = None, checksums: Optional[Mapping[str, str]] = None,
                       url_template: Optional[str] = None, version: Optional[str] = None) -> list:
-    """The PDFs a GovReport / Multi-LexSum release at ``root`` refers to, as download specs.
+    """The PDFs a GovReport / Multi-LexSum release at ``root`` refers to, as download specs (MemLens:
+    the images its records name by URL, into ``url_images/``).
 
     Shared by the registry's follow-up steps and ``mmlb fetch KEY=PATH``; ``dest`` defaults to the
     release's ``pdfs/`` folder. Raises FileNotFoundError / ValueError for a missing or bad release.
     """
+    if key == "memlens":
+        from mmlbdata.sources import memlens
+
+        return memlens.url_image_specs(root, dest)
     if key == "govreport":
         from mmlbdata.sources import govreport
 
@@ -479,6 +485,7 @@ def release_pdf_specs(key: str, root: Path, *, split: str = "test", dest: Option
 FOLLOW_UPS: dict[str, str] = {  # follow-up step -> the source key whose release PDFs it fetches
     "govreport_pdfs": "govreport",
     "multi_lexsum_pdfs": "multi_lexsum",
+    "memlens_url_images": "memlens",
 }
 
 

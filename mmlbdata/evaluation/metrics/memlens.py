@@ -8,10 +8,18 @@ paper's tables. Its aggregate also carries the rule metrics of ``data.py`` / ``p
 the judge.
 
 Options: ``judge`` (a :class:`~mmlbdata.evaluation.judge.JudgeClient`) and ``judge_prompts`` (the
-fetched ``judge_prompts/`` folder, or loaded prompts). Without a judge the score is the rules'
-stand-in (SubEM for answerable questions, refusal detected for answer refusal), said in the
-aggregate. The default and ``parity="official"`` agree: no known bug of the official scorer
-changes a score, so both give the official value.
+fetched ``judge_prompts/`` folder, or loaded prompts), ``judge_path`` (``vllm``, the default and the
+README's judge: ``max_tokens`` 2048 and ``chat_template_kwargs`` turning the judge model's thinking
+off; ``api``: ``llm_judge.py --api_model``'s request, ``max_completion_tokens`` 256 and nothing
+else, which OpenAI's API takes). Without a judge the score is the rules' stand-in (SubEM for
+answerable questions, refusal detected for answer refusal), said in the aggregate.
+
+The default and ``parity="official"`` differ on one input: a reference answer released as a
+number (``meta.answer_value``). The official ``sub_em`` raises on it (``parse_utils.py`` L91-93
+@fd4c8d7: ``if not s`` lets 0 through, then ``s.lower()``), and ``eval_api.py`` drops the item
+(L165 raises inside the worker; L251-255 log it and ``continue``), so neither its rule metrics nor
+the judge ever see it. Parity mode leaves it out of every average and says why
+(``extra["left_out"]``, ``extra["official_crash"]``); the default scores the number's text.
 """
 from __future__ import annotations
 
@@ -100,6 +108,11 @@ class MemLensJudge(Metric):
     group_by = ("task_key",)
 
     @property
+    def may_leave_out(self) -> bool:
+        """Parity mode leaves out the answers the official run drops (see the module docstring)."""
+        return self.official
+
+    @property
     def judged(self) -> bool:
         return self.options.get("judge") is not None
 
@@ -114,21 +127,35 @@ class MemLensJudge(Metric):
     def score(self, prediction, example):
         return self.score_many([prediction], [example])[0]
 
+    @property
+    def judge_params(self) -> dict:
+        """The judge request's parameters on the ``judge_path`` (see the module docstring)."""
+        path = self.options.get("judge_path") or "vllm"
+        if path not in mj.JUDGE_PATHS:
+            raise ValueError(f"memlens_judge judge_path must be one of {', '.join(mj.JUDGE_PATHS)}, not {path!r}")
+        return mj.JUDGE_PATHS[path]
+
     def score_many(self, predictions, examples):
         cases = [case(p, e) for p, e in zip(predictions, examples)]
+        crashes = [official_crash(e) if self.official else None for e in examples]
         if not self.judged:
-            return [ScoreResult(float(c["rules"]["refusal"] if c["refusal_type"] else c["rules"]["sub_em"]),
-                                c["answer"], c["extra"]) for c in cases]
-        asked = [i for i, c in enumerate(cases) if not c["auto_zero"]]
-        requests = [self.prompts.request(cases[i]["task_key"], cases[i]["question"], cases[i]["reference"],
-                                         cases[i]["judge_text"], cases[i]["old_answer"]) for i in asked]
-        replies = dict(zip(asked, self.options["judge"].complete_many(requests, **mj.JUDGE_PARAMS)))
-        return [judged(c, replies.get(i), i in replies) for i, c in enumerate(cases)]
+            results = [ScoreResult(float(c["rules"]["refusal"] if c["refusal_type"] else c["rules"]["sub_em"]),
+                                   c["answer"], c["extra"]) for c in cases]
+        else:
+            asked = [i for i, c in enumerate(cases) if not c["auto_zero"] and crashes[i] is None]
+            requests = [self.prompts.request(cases[i]["task_key"], cases[i]["question"], cases[i]["reference"],
+                                             cases[i]["judge_text"], cases[i]["old_answer"]) for i in asked]
+            replies = dict(zip(asked, self.options["judge"].complete_many(requests, **self.judge_params)))
+            results = [judged(c, replies.get(i), i in replies) for i, c in enumerate(cases)]
+        return [result if crash is None else dropped(case_, crash)
+                for result, case_, crash in zip(results, cases, crashes)]
 
     def aggregate(self, results, examples):
         agg = super().aggregate(results, examples)
-        answerable = [r for r, e in zip(results, examples) if not _refusal_type(e)]
-        refusal = [r for r, e in zip(results, examples) if _refusal_type(e)]
+        kept = [(r, e) for r, e in zip(results, examples) if not r.extra.get("left_out")]  # as compute_metrics
+        results = [r for r, _e in kept]
+        answerable = [r for r, e in kept if not _refusal_type(e)]
+        refusal = [r for r, e in kept if _refusal_type(e)]
         agg["rules"] = {"sub_em": mean(r.extra["sub_em"] for r in results), "f1": mean(r.extra["f1"] for r in results),
                         "refusal_rate": mean(r.extra["refusal"] for r in results),
                         "answerable_sub_em": mean(r.extra["sub_em"] for r in answerable),
@@ -146,6 +173,16 @@ class MemLensJudge(Metric):
             agg["note"] = ("no judge configured: SubEM (answer refusal: a refusal detected) stands in for the "
                            "official LLM judge's score")
         return agg
+
+
+def official_crash(example: dict) -> Optional[str]:
+    """The exception the official ``sub_em`` raises on the example's reference, or None: an answer
+    released as a number other than 0 (``normalize_answer`` returns "" for a falsy value before
+    calling ``lower()``)."""
+    value = meta_of(example).get("answer_value")
+    if value is None or isinstance(value, str) or not value:
+        return None
+    return f"AttributeError: '{type(value).__name__}' object has no attribute 'lower'"
 
 
 def _refusal_type(example: dict) -> bool:
@@ -166,6 +203,13 @@ def case(prediction: Optional[str], example: dict) -> dict:
     return {"answer": answer, "judge_text": text, "task_key": key, "question": example.get("question") or "",
             "reference": reference, "old_answer": meta.get("old_answer") or "", "refusal_type": qtype == REFUSAL_TYPE,
             "auto_zero": words > mj.MAX_ANSWER_WORDS, "rules": extra, "extra": extra}
+
+
+def dropped(c: dict, crash: str) -> ScoreResult:
+    """An answer the official run drops (parity mode): left out of every average, never judged."""
+    return ScoreResult(0.0, c["answer"], {**c["extra"], "official_crash": crash,
+                                          "left_out": "eval_api.py drops the item: the official sub_em raises "
+                                                      "on an answer released as a number"})
 
 
 def judged(c: dict, reply: Optional[str], asked: bool) -> ScoreResult:
