@@ -449,3 +449,46 @@ def test_mmneedle_grid_colours_each_setting(tmp_path):
     assert _near(colour("positive Existence", (10, 8), 2), red, 8)
     assert _near(colour("negative Existence", (10, 8), 2), red, 8)
     assert _near(colour("positive Exact", (1, 4), 5), (0xDD, 0xDD, 0xDD), 4)  # not run
+
+
+# --- the card's section -------------------------------------------------------------------------------------
+
+def test_card_shows_a_real_runs_place_among_the_papers(tmp_path, coco_mini, tokenizer_path, capsys):
+    """A real VH-Single build (coco_mini, one question at six depths), scored by ``mmlb eval``; then
+    ``mmlb card --report``: the card shows the run beside Figure 24's 46 models, and what it did not
+    compare (the rest of NIAH, the other lengths); a report written without --compare-paper gets
+    its comparison worked out by the card command."""
+    from mmlbdata.cli import main
+    from mmlbdata.dataset.build import build_configs
+    from mmlbdata.evaluation.evaluate import load_examples
+
+    built = tmp_path / "built"
+    results = build_configs(["vh_single_8k"], {"coco": coco_mini}, built, limit=1, store_root=tmp_path / "store",
+                            tokenizer=tokenizer_path, progress=False)
+    assert all(r.ok for r in results), [r.error for r in results]
+    examples = load_examples(built, "vh_single_8k")
+    preds = tmp_path / "p.jsonl"
+    preds.write_text("".join(json.dumps({"id": e["id"], "config": "vh_single_8k", "prediction": e["answers"][0]}) + "\n"
+                             for e in examples))
+    assert cli("eval", preds, "--data", built, "--out", tmp_path / "plain", "--no-plot") == 0
+    plain = json.loads((tmp_path / "plain" / "report.json").read_text())
+    assert "paper_comparison" not in plain  # only with --compare-paper
+    capsys.readouterr()
+    assert main(["card", str(built), "--no-plot", "--report", str(tmp_path / "plain" / "report.json")]) == 0
+    card = (built / "README.md").read_text()
+    section = card.split("## Scores of a run against the papers")[1].split("## Known differences")[0]
+    assert "| `vh_single_8k` | 6/6 | 100.0 |" in section
+    assert "#### MMLongBench Figure 24: VH-Single (Appendix E.12)" in section
+    assert "| 8k | 100.0 | 1 / 47 | - | Gemini-2.5-Pro (85.4) |" in section
+    assert "- Not compared: NIAH at 8k: no VH-Multi, MM-NIAH-Ret (T)" in section
+    assert "- Not compared: lengths 16k, 32k, 64k, 128k: not in this run" in section
+    # the same through `mmlb eval --compare-paper`: printed, and in report.json
+    assert cli("eval", preds, "--data", built, "--out", tmp_path / "compared", "--no-plot", "--compare-paper") == 0
+    printed = capsys.readouterr().out
+    assert "== against the papers ==" in printed and "MMLongBench Figure 24: VH-Single" in printed
+    compared = json.loads((tmp_path / "compared" / "report.json").read_text())["paper_comparison"]
+    assert compared == json.loads(json.dumps(cp.compare(plain)))
+    bad = tmp_path / "bad.json"
+    bad.write_text("[]")
+    assert main(["card", str(built), "--no-plot", "--report", str(bad)]) == 1
+    assert "not an `mmlb eval` report.json" in capsys.readouterr().err

@@ -149,6 +149,12 @@ def test_visual_haystack_values_are_flipped_as_the_figure_scripts_flip_them():
         assert len(values) == 46 * 5 - 2 and min(values) >= 50.0
 
 
+def test_examples_per_dataset_add_up_to_the_papers_total():
+    """Appendix D: "we evaluate each model on 4,050 examples" at each of the five lengths."""
+    examples = pub.load("mmlongbench")["examples"]
+    assert set(examples) == set(pub.mmlongbench_datasets()) and sum(examples.values()) == 4050
+
+
 def test_dataset_panels_map_to_this_librarys_datasets_of_the_same_category():
     figure_of = {"figure_23": {"VRAG", "Summ"}, "figure_24": {"NIAH"}, "figure_25": {"ICL"}, "figure_26": {"DocVQA"}}
     mapping = pub.mmlongbench_datasets()

@@ -163,6 +163,10 @@ def mmlongbench_scores(report: dict) -> tuple[dict, list[str], list[str]]:
                          "script flips a Visual Haystack accuracy below 50 (figure_scripts/utils.py @22b9f27)")
             value = 100.0 - value
         scores[(by_library[dataset], length)] = value
+        paper_n = pub.load("mmlongbench")["examples"][by_library[dataset]]
+        if result.get("total", paper_n) < paper_n:
+            notes.append(f"{config}: {result['total']} examples; the paper's score averages {paper_n} (Appendix D), "
+                         f"so expect a wider spread (this run's standard error: {_percent(result.get('stderr') or 0):.1f})")
     return scores, used, notes
 
 
