@@ -266,6 +266,7 @@ def test_lvb_table_5_and_leaderboards_from_the_engines_aggregate():
     assert phi["cells"] == ["Context Length Exceeded"] * 5
     table8 = next(t for t in part["compared"] if t["key"] == "table_8")
     assert table8["compared_columns"] == ["Val Total"] and table8["cells"][0]["of"] == 36
+    assert [t["key"] for t in part["compared"]] == ["table_5/64", "table_8"]
     assert any("test set" in m for m in part["missing"])
     assert any(n.startswith("lvb_val_subs: subtitles only") for n in part["notes"])
 
@@ -492,3 +493,9 @@ def test_card_shows_a_real_runs_place_among_the_papers(tmp_path, coco_mini, toke
     bad.write_text("[]")
     assert main(["card", str(built), "--no-plot", "--report", str(bad)]) == 1
     assert "not an `mmlb eval` report.json" in capsys.readouterr().err
+
+
+def test_plot_and_no_plot_exclude_each_other(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli("eval", tmp_path / "p.jsonl", "--data", tmp_path, "--out", tmp_path / "o", "--plot", "--no-plot")
+    assert exit_info.value.code == 2 and "not allowed with argument" in capsys.readouterr().err

@@ -5,6 +5,10 @@ PREDICTIONS is JSON lines, one object per line with the example's ``id``, its ``
 {"id": "vh_single_00000_d0.0", "config": "vh_single_8k", "prediction": "Yes"}
 (`mmlb run` writes this file). The score of a config counts every example: one without a
 prediction counts as wrong. The answered-only mean is printed beside it, labelled as such.
+
+--compare-paper puts the run beside every model the five papers report, on the rows of their own
+tables (its rank, the nearest published models, what of the paper it does not cover); --plot draws
+the papers' figures from the run into OUT/figures/.
 """
 from __future__ import annotations
 

@@ -133,10 +133,12 @@ def mmlongbench_heatmap(comparison: dict, path, models: Optional[list[str]] = No
 # --- MMLongBench: score against length with the published band --------------------------------------
 
 def mmlongbench_lengths(comparison: dict, path) -> Optional[dict]:
-    """A panel per category and the average: the published models' range per length as a band,
-    their median as a dashed line, the run as a red line. None without an MMLongBench category."""
+    """A panel per category and the average (a run without a whole category: per dataset, Figures
+    23-26): the published models' range per length as a band, their middle half and median, the run
+    as a red line. None without an MMLongBench score."""
     part = comparison.get("benchmarks", {}).get("mmlongbench")
-    tables = [t for t in (part or {}).get("compared", []) if t["key"].startswith("figure_22/")]
+    compared = (part or {}).get("compared", [])
+    tables = [t for t in compared if t["key"].startswith("figure_22/")] or compared
     if not tables:
         return None
     plt = _pyplot()
@@ -172,7 +174,8 @@ def mmlongbench_lengths(comparison: dict, path) -> Optional[dict]:
         ax.set_visible(False)
     handles, labels = list(axes.flat)[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=9, frameon=False)
-    fig.suptitle("MMLongBench (Figure 22): this run against the published models, by length", fontsize=12)
+    figures = "Figure 22" if tables[0]["key"].startswith("figure_22/") else "Figures 23-26"
+    fig.suptitle(f"MMLongBench ({figures}): this run against the published models, by length", fontsize=12)
     fig.tight_layout(rect=(0, 0.05, 1, 1))
     boxes = _boxes(fig, drawn)
     _save(fig, path)

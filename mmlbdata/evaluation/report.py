@@ -89,6 +89,11 @@ def paper_comparison_text(comparison: dict) -> str:
     out = ["\n== against the papers =="]
     for part in comparison["benchmarks"].values():
         out.append(f"\n{part['paper']} ({part['reference']})")
+        out.extend(f"compared: {t['table']} ({', '.join(t['compared_columns'])})" for t in part["compared"])
+        overall = part.get("overall")
+        if overall:
+            out.append(f"overall: rank {overall['rank']} of {overall['of']} over the {overall['cells']} category x length "
+                       "cells this run has (each model's mean over them)")
         for table in part["compared"]:
             out.append(f"\n{table['table']} ({_where(table['source'])})" + (f": {table['note']}" if table.get("note") else ""))
             out.append(format_table(["column", table["label"], "rank", "nearest above", "nearest below", "tied"],
