@@ -57,7 +57,7 @@ def compare_table(table: pub.Table, run: Sequence[Optional[float]], *, headline:
     the rows as a reader sees them (best first by the mean over the compared columns, the run's
     row among them)."""
     run = [None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v) for v in run]
-    ranked = [r for r in table.rows if not r.extra.get("reference") and r.model != "Human Experts"]
+    ranked = [r for r in table.rows if not r.extra.get("reference")]  # a human baseline is shown, not ranked
     cells = []
     for i, column in enumerate(table.columns):
         if run[i] is None:
@@ -98,8 +98,8 @@ def _closest(rows, run) -> Optional[dict]:
 
 
 def _display_rows(table: pub.Table, run, label: str) -> list[dict]:
-    """Published rows and the run's, best first by the mean over the run's columns (rows without
-    all of them after, in the paper's order)."""
+    """Published rows and the run's, best first by the mean over the run's columns, the run before
+    the rows it ties (rows without all of those columns after, in the paper's order)."""
     wanted = [i for i, v in enumerate(run) if v is not None]
 
     def key(values):
@@ -111,7 +111,7 @@ def _display_rows(table: pub.Table, run, label: str) -> list[dict]:
             for r in table.rows]
     rows.append({"model": label, "group": "", "values": list(run),
                  "cells": ["" if v is None else f"{v:.{table.digits}f}" for v in run], "run": True})
-    order = sorted(range(len(rows)), key=lambda i: (*key(rows[i]["values"]), i))
+    order = sorted(range(len(rows)), key=lambda i: (*key(rows[i]["values"]), not rows[i]["run"], i))
     return [rows[i] for i in order]
 
 
@@ -129,7 +129,7 @@ def _percent(value) -> Optional[float]:
     return 100.0 * value
 
 
-def _length_of(config: str, result: dict) -> Optional[str]:
+def length_of(config: str, result: dict) -> Optional[str]:
     """The config's one length label ("8k"), when its name ends with it."""
     lengths = list(result.get("by_length") or {})
     if len(lengths) == 1 and config.endswith(f"_{lengths[0]}"):
@@ -150,7 +150,7 @@ def mmlongbench_scores(report: dict) -> tuple[dict, list[str], list[str]]:
     lengths = pub.load("mmlongbench")["lengths"]
     scores, used, notes = {}, [], []
     for config, result in report.get("configs", {}).items():
-        length = _length_of(config, result)
+        length = length_of(config, result)
         dataset = config[: -len(length) - 1] if length else None
         if dataset not in by_library:
             continue
@@ -278,16 +278,22 @@ def overall_ranking(compared: list[dict], models: Optional[Sequence[str]] = None
 
 
 def _protocol_notes(report: dict) -> list[str]:
-    notes = []
+    """How the run was scored, where MMLongBench's published numbers were scored otherwise."""
     protocol = (report.get("protocol") or {}).get("name")
+    notes = []
     if protocol and protocol != PAPER_PROTOCOL:
         notes.append(f"the published numbers were scored under MMLongBench protocol {PAPER_PROTOCOL} (the "
                      f"paper's code); this run under {protocol} (document QA by an LLM judge when one is "
                      f"configured, answers read to the end): pass --protocol {PAPER_PROTOCOL} to score as the paper")
-    if report.get("parity") != "official":
-        notes.append("scored with this library's default scorers; --parity official scores as the papers' code does "
-                     "(docs/evaluation.md lists every difference)")
-    return notes
+    return notes + _parity_notes(report)
+
+
+def _parity_notes(report: dict) -> list[str]:
+    """Every paper scored with its own code: say when the run was not."""
+    if report.get("parity") == "official":
+        return []
+    return ["scored with this library's default scorers; --parity official scores as the papers' code does "
+            "(docs/evaluation.md lists every difference)"]
 
 
 # --- MMLongBench-Doc ---------------------------------------------------------------------------------
@@ -305,7 +311,7 @@ def compare_mmlongbench_doc(report: dict) -> Optional[dict]:
     if not configs:
         return None
     table = pub.mmlongbench_doc_table()
-    compared, missing, notes = [], [], list(_protocol_notes(report)[1:])
+    compared, missing, notes = [], [], _parity_notes(report)
     for config, result in configs.items():
         if not WHOLE_DOCUMENT.fullmatch(config):
             notes.append(f"{config}: Table 3 feeds whole documents; no published row at a token budget")
@@ -333,7 +339,7 @@ NEEDLE_CONFIG = re.compile(r"mmneedle_m(\d+)_n(\d+)_k(\d+)$")
 METRIC_KEYS = {"Existence": "exist", "Index": "index", "Exact": "exact"}
 
 
-def _needle_value(aggregates: dict, m: int, n: int, k: int, samples: str, metric: str) -> Optional[float]:
+def needle_value(aggregates: dict, m: int, n: int, k: int, samples: str, metric: str) -> Optional[float]:
     aggregate = aggregates.get((m, n, k))
     if aggregate is None:
         return None
@@ -366,12 +372,12 @@ def compare_mmneedle(report: dict) -> Optional[dict]:
     budget = [c for c in report.get("configs", {}) if re.fullmatch(r"mmneedle_n\d+_k\d+_\d+k", c)]
     if not used and not budget:
         return None
-    compared, missing, notes = [], [], list(_protocol_notes(report)[1:])
+    compared, missing, notes = [], [], _parity_notes(report)
     for key, table in pub.mmneedle_tables().items():
         k, run = table.meta["k"], []
         for column in table.columns:
             m, n, metric = _needle_column(column, table)
-            run.append(_needle_value(aggregates, m, n, k, table.meta["samples"], metric))
+            run.append(needle_value(aggregates, m, n, k, table.meta["samples"], metric))
         if any(v is not None for v in run):
             compared.append(compare_table(table, run, note=_needle_setting(table)))
             absent = sorted({f"mmneedle_m{_needle_column(c, table)[0]}_n{_needle_column(c, table)[1]}_k{k}"
@@ -416,7 +422,7 @@ def compare_lvb(report: dict) -> Optional[dict]:
     configs = {c: r for c, r in report.get("configs", {}).items() if c.startswith("lvb_")}
     if not configs:
         return None
-    compared, missing, notes = [], [], list(_protocol_notes(report)[1:])
+    compared, missing, notes = [], [], _parity_notes(report)
     tables = pub.lvb_tables()
     table5_frames = sorted({f for _, rows in pub.lvb_table5_panels().values() for f in rows})
     splits = set()

@@ -204,7 +204,7 @@ def depth_tables(report: dict, data_dir) -> dict:
 
     out: dict = {}
     for config, result in report.get("configs", {}).items():
-        length = compare_paper._length_of(config, result)
+        length = compare_paper.length_of(config, result)
         dataset = config[: -len(length) - 1] if length else None
         if dataset not in DEPTH_DATASETS:
             continue
@@ -296,7 +296,7 @@ def mmneedle_grid(report: dict, path) -> Optional[dict]:
     fig, axes = plt.subplots(1, len(NEEDLE_PANELS), figsize=(4.0 * len(NEEDLE_PANELS) + 1, 5.6), sharey=True)
     drawn = {}
     for ax, (samples, metric) in zip(axes, NEEDLE_PANELS):
-        grid = [[compare_paper._needle_value(aggregates, m, n, k, samples, metric) for k in NEEDLE_COUNTS]
+        grid = [[compare_paper.needle_value(aggregates, m, n, k, samples, metric) for k in NEEDLE_COUNTS]
                 for m, n in NEEDLE_SETTINGS]
         ax.imshow([[math.nan if v is None else v for v in row] for row in grid], cmap=cmap, vmin=0, vmax=100,
                   aspect="auto", interpolation="nearest")
