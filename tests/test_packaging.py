@@ -54,7 +54,8 @@ def _fresh_venv(tmp_path: Path, wheel: Path) -> Path:
 def test_installed_wheel_builds_and_renders_a_card_outside_the_checkout(tmp_path, coco_mini, tokenizer_path):
     wheel = _build_wheel(tmp_path)
     names = zipfile.ZipFile(wheel).namelist()
-    assert {"mmlbdata/dataset/cards/_base.md.jinja", "mmlbdata/dataset/cards/mmlongbench.md.jinja"} <= set(names)
+    assert {"mmlbdata/dataset/cards/_base.md.jinja", "mmlbdata/dataset/cards/mmlongbench.md.jinja",
+            "mmlbdata/evaluation/papers/mmlongbench.yaml", "mmlbdata/evaluation/papers/readbench.yaml"} <= set(names)
     venv = _fresh_venv(tmp_path, wheel)
     work = tmp_path / "elsewhere"
     work.mkdir()

@@ -1,10 +1,12 @@
 """``mmlb card DIR``: write the dataset card (README.md + stats.png) of a built folder.
 
 stats.png needs matplotlib (``pip install 'mmlbdata[eval]'``); without it the card is written
-without the plot, and the command says so."""
+without the plot, and the command says so. ``--report OUT/report.json`` (from ``mmlb eval``) adds
+the run's scores and their places among the papers' published models."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -24,6 +26,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="template name in mmlbdata/dataset/cards/ (default: the one covering the folder's families)")
     parser.add_argument("--repo", default=None, help="Hub repo id shown in the loading examples")
     parser.add_argument("--templates", default=None, metavar="DIR", help="templates folder (default: mmlbdata/dataset/cards/, or $MMLB_CARDS_DIR)")
+    parser.add_argument("--report", default=None, metavar="REPORT_JSON",
+                        help="an `mmlb eval` report.json: the card gains a section with the run's scores beside "
+                             "every model the papers report (its rank, the nearest models, what is not compared); "
+                             "worked out here when the report was written without --compare-paper")
     parser.add_argument("--no-plot", action="store_true",
                         help="do not draw stats.png (drawn with matplotlib, from the `eval` extra; "
                              "without it the card is written without the plot)")
@@ -37,10 +43,15 @@ def run(args: argparse.Namespace) -> int:
         return 1
     note = None
     try:
+        report = read_report(args.report) if args.report else None
+    except (OSError, ValueError) as err:
+        print(f"error: --report {args.report}: {err}", file=sys.stderr)
+        return 1
+    try:
         try:
-            path = write(args, plot=not args.no_plot)
+            path = write(args, plot=not args.no_plot, report=report)
         except MissingExtraError as err:  # matplotlib lives in the `eval` extra: the card, without the plot
-            path = write(args, plot=False)
+            path = write(args, plot=False, report=report)
             note = f"note: card written without stats.png: {err}"
     except (FileNotFoundError, LookupError, KeyError, DamagedShardError) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -51,6 +62,18 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def write(args: argparse.Namespace, plot: bool) -> Path:
+def read_report(path: str) -> dict:
+    """report.json's content, with its comparison to the papers (worked out if it has none)."""
+    report = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(report, dict) or not isinstance(report.get("configs"), dict):
+        raise ValueError("not an `mmlb eval` report.json (no 'configs' object)")
+    if "paper_comparison" not in report:
+        from mmlbdata.evaluation.compare_paper import compare
+
+        report["paper_comparison"] = compare(report)
+    return report
+
+
+def write(args: argparse.Namespace, plot: bool, report: dict | None = None) -> Path:
     return render_card(args.folder, benchmark=args.benchmark, repo_id=args.repo, plot=plot,
-                       templates_dir=Path(args.templates) if args.templates else None)
+                       templates_dir=Path(args.templates) if args.templates else None, report=report)

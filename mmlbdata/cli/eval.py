@@ -5,6 +5,10 @@ PREDICTIONS is JSON lines, one object per line with the example's ``id``, its ``
 {"id": "vh_single_00000_d0.0", "config": "vh_single_8k", "prediction": "Yes"}
 (`mmlb run` writes this file). The score of a config counts every example: one without a
 prediction counts as wrong. The answered-only mean is printed beside it, labelled as such.
+
+--compare-paper puts the run beside every model the five papers report, on the rows of their own
+tables (its rank, the nearest published models, what of the paper it does not cover); --plot draws
+the papers' figures from the run into OUT/figures/.
 """
 from __future__ import annotations
 
@@ -72,8 +76,22 @@ def register(subparsers) -> None:
     p.add_argument("--summ-keypoints", action="append", default=[],
                    help="HELMET claims JSONL ({id, claims} per line; gov_claims.jsonl, lexsum_claims.jsonl) "
                         "for summaries whose meta has no key points (repeatable)")
-    p.add_argument("--baseline", default=None, help="another report.json; adds this-minus-baseline deltas")
-    p.add_argument("--no-plot", action="store_true")
+    p.add_argument("--baseline", default=None, help="another report.json; adds this-minus-baseline deltas "
+                   "(ReadBench: the text-context run, whose delta --compare-paper reads against the paper)")
+    p.add_argument("--compare-paper", action="store_true",
+                   help="put the run beside every model the papers report, on the rows of their own tables "
+                        "(MMLongBench Figures 22-26, MMLongBench-Doc Table 3, MMNeedle Tables 2-12, "
+                        "LongVideoBench Tables 5, 7, 8, ReadBench Figure 3): its rank, the nearest published "
+                        "models above and below, and what of the paper the run does not cover; printed and "
+                        "in report.json (paper_comparison)")
+    plots = p.add_mutually_exclusive_group()
+    plots.add_argument("--plot", action="store_true",
+                       help="also draw the papers' figures from this run into OUT/figures/: MMLongBench's "
+                            "Figure-1 heatmap with the run's row among the published models (Figure 1's nine "
+                            "and Figure 22's 46), score against length with the published range as a band, "
+                            "the NIAH depth x length heatmap, MMNeedle's M x N x K grid (each where the run "
+                            "has data for it)")
+    plots.add_argument("--no-plot", action="store_true", help="no scores.png")
     p.set_defaults(func=run)
 
 
@@ -181,21 +199,38 @@ def fail(message: str, out: Path, created: bool, status: int) -> int:
 
 
 def write_outputs(args, result: dict, judge, out: Path) -> int:
-    """report.json, scores.png (unless --no-plot or nothing to draw) and the printed tables."""
+    """report.json, scores.png (unless --no-plot or nothing to draw), the papers' figures (--plot)
+    and the printed tables."""
     from mmlbdata.evaluation import report as rep
 
     if judge is not None and (judge.usage.calls or judge.usage.cache_hits or judge.usage.failures):
         result["judge"] = judge.summary()
     if args.baseline:
         result["delta_vs_baseline"] = rep.delta(result, json.loads(Path(args.baseline).read_text()))
+    if args.compare_paper:
+        from mmlbdata.evaluation.compare_paper import compare
+
+        result["paper_comparison"] = compare(result)
+    if args.plot:
+        from mmlbdata.evaluation.figures import depth_tables
+
+        result["depth_by_length"] = depth_tables(result, args.data)
     rep.write_json(result, out / "report.json")
     plotted = not args.no_plot
+    figures: list[dict] = []
     if plotted:
         try:
             rep.plot(result, out / "scores.png")
-        except MissingExtraError as err:  # the scores are written; only the picture is missing
-            print(f"note: no scores.png: {err}", file=sys.stderr)
+            if args.plot:
+                from mmlbdata.evaluation.figures import draw_all
+
+                figures = draw_all(result, out / "figures")
+        except MissingExtraError as err:  # the scores are written; only the pictures are missing
+            print(f"note: no figures: {err}", file=sys.stderr)
             plotted = False
     print(rep.render(result))
     print(f"\nreport: {out / 'report.json'}" + ("" if not plotted else f"; plot: {out / 'scores.png'}"))
+    if args.plot and plotted:
+        print("figures: " + (", ".join(str(Path(f["path"]).relative_to(out)) for f in figures)
+                             or "none (no MMLongBench category, needle depth or MMNeedle M x N x K config in this run)"))
     return 0

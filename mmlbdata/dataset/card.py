@@ -414,9 +414,13 @@ def _jinja_env(directory: Path):
 
 def render_card(folder: os.PathLike, *, benchmark: Optional[str] = None, repo_id: Optional[str] = None,
                 plot: bool = True, templates_dir: Optional[Path] = None,
-                configs: Optional[list[str]] = None) -> Path:
-    """Write ``folder/README.md`` (and ``stats.png`` with ``plot``) for the folder's benchmark."""
+                configs: Optional[list[str]] = None, report: Optional[dict] = None) -> Path:
+    """Write ``folder/README.md`` (and ``stats.png`` with ``plot``) for the folder's benchmark.
+    ``report``: the content of an ``mmlb eval`` report.json; its scores, and their places among the
+    papers' models where it has a ``paper_comparison``, become the card's evaluation section."""
     from huggingface_hub import DatasetCard, DatasetCardData
+
+    from mmlbdata.dataset.card_evaluation import section
 
     folder = Path(folder)
     directory = _templates_folder(templates_dir)
@@ -451,7 +455,7 @@ def render_card(folder: os.PathLike, *, benchmark: Optional[str] = None, repo_id
     # the body without the template's YAML header (the loader would render that too)
     body = _jinja_env(directory).from_string(template.source).render(
         meta=meta, repo_id=repo, folder_name=folder.name, plot=plot_name, split=SPLIT,
-        min_datasets=MIN_DATASETS_VERSION, **context)
+        min_datasets=MIN_DATASETS_VERSION, evaluation=section(report), **context)
     card = DatasetCard(f"---\n{card_data.to_yaml()}\n---\n\n{body.strip()}\n")
     path = folder / "README.md"
     with locks.hold(readme_lock_path(path)):

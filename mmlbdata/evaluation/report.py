@@ -77,7 +77,51 @@ def render(report: dict) -> str:
         j = report["judge"]
         out.append(f"\njudge {j['model']}: {j['calls']} calls, {j['cache_hits']} cached, {j['failures']} failed, "
                    f"{j['prompt_tokens']}+{j['completion_tokens']} tokens, ${j['cost_usd']:.4f}")
+    if report.get("paper_comparison"):
+        out.append(paper_comparison_text(report["paper_comparison"]))
     return "\n".join(out)
+
+
+def paper_comparison_text(comparison: dict) -> str:
+    """``--compare-paper``: per benchmark, each compared table's ranks (this run among the published
+    models, the nearest above and below), the whole table for the paper's headline tables, then
+    what was not compared and why (``compare_paper.compare``'s JSON)."""
+    out = ["\n== against the papers =="]
+    for part in comparison["benchmarks"].values():
+        out.append(f"\n{part['paper']} ({part['reference']})")
+        out.extend(f"compared: {t['table']} ({', '.join(t['compared_columns'])})" for t in part["compared"])
+        overall = part.get("overall")
+        if overall:
+            out.append(f"overall: rank {overall['rank']} of {overall['of']} over the {overall['cells']} category x length "
+                       "cells this run has (each model's mean over them)")
+        for table in part["compared"]:
+            out.append(f"\n{table['table']} ({_where(table['source'])})" + (f": {table['note']}" if table.get("note") else ""))
+            out.append(format_table(["column", table["label"], "rank", "nearest above", "nearest below", "tied"],
+                                    [_rank_row(cell, table["digits"]) for cell in table["cells"]]))
+            if table["closest"]:
+                out.append(f"closest published model: {table['closest']['model']} (mean difference "
+                           f"{table['closest']['mean_abs_diff']:.2f} over {table['closest']['columns']} columns)")
+            if table["headline"]:
+                out.append(format_table(["", "model", *table["columns"]],
+                                        [[">>" if r["run"] else "", r["model"], *r["cells"]] for r in table["rows"]]))
+        out.extend(f"missing: {line}" for line in part["missing"])
+        out.extend(f"note: {line}" for line in part["notes"])
+    for item in comparison.get("not_compared", []):
+        out.append(f"not compared: {item['config']} ({item['why']})")
+    return "\n".join(out)
+
+
+def _where(source: dict) -> str:
+    page = f", page {source['page']}" if source.get("page") else ""
+    return f"{source['paper']}, {source['location']}{page}" if source.get("location") else f"{source['paper']}{page}"
+
+
+def _rank_row(cell: dict, digits: int) -> list:
+    def named(entry):
+        return f"{entry['model']} {entry['score']:.{digits}f}" if entry else "-"
+
+    return [cell["column"], f"{cell['run']:.{digits}f}", f"{cell['rank']}/{cell['of']}", named(cell["above"]),
+            named(cell["below"]), ", ".join(cell["tied"]) or "-"]
 
 
 def _percent(value: float) -> str:
