@@ -401,11 +401,12 @@ def test_depth_heatmap_colours_follow_the_scores(replayed, tmp_path):
         for j, length in enumerate(LENGTHS):
             for k, d in enumerate(depths):
                 value = depth[dataset].get(length, {}).get(f"{d:.1f}")
-                if value not in (0.0, 1.0):
+                if value not in (0.0, 1.0, None):
                     continue
                 x = int(x0 + (j + 0.15) * (x1 - x0) / 5)  # a corner of the cell, away from its number
                 y = int(y0 + (k + 0.15) * (y1 - y0) / len(depths))
-                expected = figures.DEPTH_COLOURS[2] if value == 1.0 else figures.DEPTH_COLOURS[0]
+                # N/A (a length the run lacks) is grey, never the colour of a score of 0
+                expected = {1.0: figures.DEPTH_COLOURS[2], 0.0: figures.DEPTH_COLOURS[0]}.get(value, figures.NOT_RUN_COLOUR)
                 assert _near(pixels[y, x], _hex(expected), 8), (dataset, length, d, value)
 
 

@@ -30,6 +30,7 @@ from mmlbdata.evaluation import compare_paper, published
 #: 1_main_most_models.py's colour map (white to green) and 9_heatmap_by_depth.py's (red, amber, green)
 SCORE_COLOURS = ("#FFFFFF", "#4A895B")
 DEPTH_COLOURS = ("#F0496E", "#EBB839", "#0CD79F")
+NOT_RUN_COLOUR = "#DDDDDD"  # a cell the run has no score for (MMNeedle grid, depth heatmap)
 HIGHLIGHT = "#D62728"  # the run's row and line
 BAND = "#C6DBEF"  # the published models' range
 QUARTILES = "#9ECAE1"  # their middle half
@@ -239,6 +240,7 @@ def niah_depth(depth: dict, path) -> Optional[dict]:
 
     lengths = published.load("mmlongbench")["lengths"]
     cmap = LinearSegmentedColormap.from_list("mmlb_depth", DEPTH_COLOURS)
+    cmap.set_bad(NOT_RUN_COLOUR)  # a length the run lacks is left out, as seaborn leaves out NaN cells
     values = [v for d in names for cells in depth[d].values() for v in cells.values()]
     low, high = min(values), max(values)
     fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 4.4), squeeze=False)
@@ -246,7 +248,7 @@ def niah_depth(depth: dict, path) -> Optional[dict]:
     for ax, dataset in zip(axes[0], names):
         depths = sorted({float(d) for cells in depth[dataset].values() for d in cells})
         matrix = [[depth[dataset].get(length, {}).get(f"{d:.1f}") for length in lengths] for d in depths]
-        ax.imshow([[low if v is None else v for v in row] for row in matrix], cmap=cmap, vmin=low,
+        ax.imshow([[math.nan if v is None else v for v in row] for row in matrix], cmap=cmap, vmin=low,
                   vmax=high if high > low else low + 1e-9, aspect="auto", interpolation="nearest")
         for y, row in enumerate(matrix):
             for x, v in enumerate(row):
@@ -300,7 +302,7 @@ def mmneedle_grid(report: dict, path) -> Optional[dict]:
                 for m, n in NEEDLE_SETTINGS]
         ax.imshow([[math.nan if v is None else v for v in row] for row in grid], cmap=cmap, vmin=0, vmax=100,
                   aspect="auto", interpolation="nearest")
-        ax.set_facecolor("#DDDDDD")
+        ax.set_facecolor(NOT_RUN_COLOUR)
         for y, (m, n) in enumerate(NEEDLE_SETTINGS):
             for x, k in enumerate(NEEDLE_COUNTS):
                 value, best = grid[y][x], _paper_best(samples, metric, m, n, k)
