@@ -119,7 +119,7 @@ def read_predictions(path: str | Path) -> Predictions:
                 continue
             config, ident = str(row.get("config") or ""), str(row["id"])
             bucket = preds.rows.setdefault(config, {})
-            if ident in bucket:
+            if ident in bucket and not bucket[ident].get("error"):  # a failed request's line: replaced by its retry
                 preds.duplicates.append(ident)
             bucket[ident] = row
     if not preds.rows:
@@ -380,6 +380,19 @@ def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_o
     return _evaluate_config(examples, predictions, metric_options, protocol)[0]
 
 
+def scored_prediction(metric, row: dict) -> str:
+    """The text ``metric`` scores. A metric that, under ``--parity official``, prepends the
+    loader's system_template to the model's output (MMLongBench's, :class:`MMLongBenchMetric`) gets
+    the output without the answer prefix ``mmlb run`` already put before it (``answer_prefix``),
+    so the prefix is there once, as in ``eval_api.py``'s text."""
+    prediction = row["prediction"]
+    prefix = row.get("answer_prefix")
+    if getattr(metric, "prepends_system_template", False) and isinstance(prefix, str) and prefix \
+            and prediction.startswith(prefix):
+        return prediction[len(prefix):]
+    return prediction
+
+
 def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
     """:func:`evaluate_config`, and an iterator over the headline rows ((example, score,
     answered), config order) that :func:`evaluate` sums per dataset. Per-config work is done once
@@ -417,7 +430,7 @@ def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
                     example.setdefault(ROW_KEY, row)  # official binary_acc's default answer depends on it
             whole = len(positions) == len(rows)  # the one metric of a config that is all answered
             exs, scored_ids = (rows, ids) if whole else ([rows[i] for i in positions], [ids[i] for i in positions])
-            results = metric.score_many([predictions[i]["prediction"] for i in scored_ids], exs)
+            results = metric.score_many([scored_prediction(metric, predictions[i]) for i in scored_ids], exs)
             may_leave_out = may_leave_out or metric.may_leave_out
             metrics_out[name] = metric.aggregate(results, exs)
             columns = ScoreColumns.of(results)  # what the engine reads: no result object per example
