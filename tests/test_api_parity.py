@@ -345,3 +345,100 @@ def test_url_mode_sends_urls_that_name_the_same_images(official, release, built,
         assert urls and all(re.match(re.escape(images.url("/ours/images/")) + r"[a-z_]+/[^/]+/[0-9a-f]{2}/[0-9a-f]{64}\.\w+$",
                                      u) for u in urls)
         assert by_prompt(by_image_bytes(ours)) == by_prompt(by_image_bytes(theirs))
+
+
+# -- scores and failures as the official runner's ---------------------------------------------------------
+#: the key of eval_api.py's averaged_metrics that each metric of ours stands for (utils.py calculate_metrics
+#: L525-577 @22b9f27; the summaries: rougeL_f1, the paper's GPT-4o judge being scripts/eval_gpt4_summ.py)
+OFFICIAL_KEYS = {"binary_acc": "acc", "sub_em": "sub_em", "count_acc": "soft_acc", "mc_acc": "mc_acc",
+                 "cls_acc": "cls_acc", "docqa": "doc_qa", "summ_judge": "rougeL_f1"}
+
+
+def official_scores(out: Path) -> dict[str, dict]:
+    """config -> eval_api.py's averaged_metrics, from the result files it wrote."""
+    from mmlbdata.core.lengths import normalize_config_name
+
+    scores = {}
+    for path in out.glob("*.json"):
+        result = json.loads(path.read_text())
+        config = f"{normalize_config_name(result['args']['datasets'])}_{result['args']['input_max_length'] // 1024}k"
+        scores[config] = result["averaged_metrics"]
+    return scores
+
+
+def test_eval_parity_official_scores_the_run_as_eval_api_did(gpt_bodies, built):
+    """mmlb eval --parity official on mmlb run's predictions = eval_api.py's averaged_metrics on the
+    same replies, config by config (its answers left out where the parsed output is empty, the
+    answer prefix counted once). The summaries' ROUGE-L through the library's rouge_l."""
+    from mmlbdata.evaluation.evaluate import evaluate_config, load_examples, read_predictions
+
+    _, _, tmp = gpt_bodies
+    theirs = official_scores(tmp / "official")
+    assert sorted(theirs) == sorted(CONFIGS_8K + [LONG])
+    assert main(["eval", str(tmp / "preds.jsonl"), "--data", str(built), "--out", str(tmp / "eval"), "--no-plot",
+                 "--parity", "official", "--protocol", "v1.1", "--extractor", "none", "--no-progress"]) == 0
+    report = json.loads((tmp / "eval" / "report.json").read_text())
+    predictions = read_predictions(tmp / "preds.jsonl")
+    compared = 0
+    for config, metrics in theirs.items():
+        examples = load_examples(built, config)
+        metric = examples[0]["metric"]
+        if metric == "summ_judge":  # scored here by its judge; eval_api.py's number is ROUGE-L
+            for example in examples:
+                example["metric"] = "rouge_l"
+            ours = evaluate_config(examples, predictions.for_config(config), {"*": {"parity": "official"}})["score"]
+        else:
+            ours = report["configs"][config]["score"]
+        key = OFFICIAL_KEYS[metric]
+        if key not in metrics:  # every reply of the config parsed empty: eval_api.py averages nothing
+            assert ours != ours or report["configs"][config]["metrics"][metric].get("answered") == 0, config
+            continue
+        assert ours * 100 == pytest.approx(metrics[key], abs=1e-9), (config, metric, ours, metrics)
+        compared += 1
+    assert compared >= 12
+
+
+def test_failed_requests_are_tried_and_recorded_as_the_official_runner_does(official, release, built, tmp_path):
+    """A server that fails every 3rd request, and every request of one question: the official
+    eval_api.py and mmlb run make as many requests of that question (the client's 3 per call_api
+    try, 5 tries) and record the same texts: its empty answer as 'Answer:' (system_template + ''),
+    the others answered; nothing else lost. Resumed against a healthy server, mmlb run asks only
+    that question again, and mmlb eval sees one answer per id."""
+    doomed = "do any of them contain a bus"
+
+    def fails(number: int, body: dict) -> bool:
+        return number % 3 == 0 or doomed in json.dumps(body)
+
+    def asked(bodies):
+        return sum(doomed in json.dumps(b) for b in bodies)
+
+    configs = ("vh_single_8k", "vh_multi_8k", "mmlongdoc_8k")
+    with FakeOpenAI(openai_reply, strict=True, fails=fails) as server:
+        os.environ["OPENAI_BASE_URL"] = server.base_url
+        try:
+            with api_official.patched(official):
+                official_run(official, release, tmp_path / "official", GPT, yamls=("vh_all.yaml", "docqa_all.yaml"))
+            theirs = list(server.requests)
+            server.requests.clear()
+            code = our_run(built, tmp_path / "preds.jsonl", "--backend", "openai", "--model", GPT, "--retry-pause", "0",
+                           configs=configs)
+        finally:
+            os.environ.pop("OPENAI_BASE_URL")
+        ours = list(server.requests)
+    assert code == 1 and asked(theirs) == asked(ours) == 15
+    cache = [json.loads(line) for path in (tmp_path / "official").glob("*mmlongdoc*.cache")
+             for line in path.read_text().splitlines()]
+    cache += [json.loads(line) for path in (tmp_path / "official").glob("vh_*.cache") for line in path.read_text().splitlines()]
+    lines = [json.loads(line) for line in (tmp_path / "preds.jsonl").read_text().splitlines()]
+    assert sorted(line["prediction"] for line in lines) == sorted(r["output"] for r in cache)
+    [failed] = [line for line in lines if line.get("error")]
+    assert failed["prediction"] == "Answer:" and "InternalServerError" in failed["error"]
+
+    with FakeOpenAI(openai_reply, strict=True) as server:
+        assert our_run(built, tmp_path / "preds.jsonl", "--backend", "openai", "--model", GPT, "--base-url",
+                       server.base_url, configs=configs) == 0
+        assert len(server.requests) == 1 and asked(server.requests) == 1
+    from mmlbdata.evaluation.evaluate import read_predictions
+
+    predictions = read_predictions(tmp_path / "preds.jsonl")
+    assert predictions.duplicates == [] and predictions.rows["vh_multi_8k"][failed["id"]].get("error") is None

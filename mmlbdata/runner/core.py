@@ -330,10 +330,21 @@ def pending_total(data_dir, configs: Sequence[str], seen: dict[str, set], limit:
     for config in configs:
         splits = (infos.get(config) or {}).get("splits") or []
         rows = next((s.get("num_examples") for s in splits if isinstance(s, dict) and s.get("name") == "test"), None)
-        if not isinstance(rows, int):
+        rows = rows if isinstance(rows, int) else _parquet_rows(data_dir, config)
+        if rows is None:
             return None
         total += max(min(rows, limit or rows) - len(seen.get(config, ())), 0)
     return total
+
+
+def _parquet_rows(data_dir, config: str) -> Optional[int]:
+    """Rows of a config the README names as plain parquet files (their footers), else None."""
+    import pyarrow.parquet as pq
+
+    from mmlbdata.runner.local_rows import readme_parquet_files
+
+    found = readme_parquet_files(data_dir, config)
+    return sum(pq.read_metadata(path).num_rows for path in found[0]) if found else None
 
 
 def progress_bar(total: Optional[int], enabled: bool = True):
