@@ -442,3 +442,54 @@ def test_failed_requests_are_tried_and_recorded_as_the_official_runner_does(offi
 
     predictions = read_predictions(tmp_path / "preds.jsonl")
     assert predictions.duplicates == [] and predictions.rows["vh_multi_8k"][failed["id"]].get("error") is None
+
+
+# -- which wrapper: load_LLM's order ---------------------------------------------------------------------
+@pytest.mark.parametrize("model", [GPT, CLAUDE, GEMINI, "org/Qwen2-VL-7B-gpt-distilled", "/ckpt/gemini-style-qwen2.5-vl",
+                                   "anthropic/claude-gpt-judge"])
+def test_the_wrapper_is_chosen_in_load_llm_order(official, model, monkeypatch):
+    """vlm_model/__init__.py @22b9f27 L7-12: "gpt" or "claude" anywhere in the path (case kept) ->
+    openai_model.py, then "gemini" -> gemini.py, before --use_vllm and every family test; the
+    official load_LLM itself picks the class here. A transformers run of such a path gets no family
+    profile from auto (the official code would not run it as one) and says so."""
+    genai = pytest.importorskip("google.genai")
+    import vlm_model
+
+    from mmlbdata.runner.api_profiles import api_profile_for
+    from mmlbdata.runner.backends import BackendOptions, describe_profile
+
+    monkeypatch.setattr(genai, "Client", api_official.FakeGenAI)
+    with api_official.patched(official):
+        args = mmlb_official.parse_arguments(official, ["--config", "configs/vh_all.yaml", "--model_name_or_path", model])
+        chosen = type(vlm_model.load_LLM(args)).__name__
+    ours = api_profile_for(model)
+    assert (chosen, "claude" in model) == {"openai": ("OpenAIModel", False), "claude": ("OpenAIModel", True),
+                                          "gemini": ("GeminiModel", False)}[ours]
+    said = describe_profile(BackendOptions("hf", model))
+    assert said.startswith("profile: generic: MMLongBench's load_LLM sends") and "before any model family" in said
+    assert "profile: qwen" in describe_profile(BackendOptions("hf", "org/Qwen2-VL-7B-Instruct"))
+
+
+def test_image_limit_and_size_are_the_official_functions(official):
+    """model_utils.truncate_images (the last max_image_num images, earlier <image> tags removed) then
+    re.split, and resize_image_max_size, run unchanged beside ours on random prompts and sizes."""
+    import random
+
+    from vlm_model import model_utils
+
+    from mmlbdata.runner.api_profiles import keep_last_images, official_pieces, within
+    from mmlbdata.runner.chat import to_content
+
+    rng = random.Random(7)
+    for _ in range(300):
+        parts = [rng.choice(["", "a", "\n", " b c ", "<image>", "<image>"]) for _ in range(rng.randrange(12))]
+        prompt, count = "".join(parts), "".join(parts).count("<image>")
+        keep = rng.choice([None, 1, 2, 5])  # 0: the official image_list[-0:] keeps every image (then asserts)
+        text, kept = model_utils.truncate_images(prompt, list(range(count)), keep)
+        content, _ = to_content(prompt, count, None)
+        pieces, indices = official_pieces(keep_last_images(content, keep))
+        assert (pieces, indices) == (re.split(r"(<image>)", text), kept), (prompt, keep)
+    for size in [(640, 480), (480, 640), (384, 384), (385, 10), (10, 2000), (1000, 999), (300, 200)]:
+        image = Image.new("RGB", size, (10, 200, 30))
+        [official_image] = model_utils.resize_image_max_size([image], 384)
+        assert within(image, 384).size == official_image.size, size

@@ -195,6 +195,10 @@ def run(args) -> int:
     except ValueError as exc:  # a profile the backend cannot send, a server without a URL
         print(f"mmlb run: {exc}", file=sys.stderr)
         return 2
+    problem = image_url_problem(args)
+    if problem:
+        print(f"mmlb run: {problem}", file=sys.stderr)
+        return 2
     if args.ray is not None:  # the replicas load the model, never this process
         return run_ray(args)
     try:
@@ -209,6 +213,28 @@ def run(args) -> int:
                         read_images=not args.image_urls)
     print(stats.line())  # the summary, once
     return 0 if stats.errors == 0 else 1
+
+
+def image_url_problem(args) -> Optional[str]:
+    """With --image-urls, why the first image of a config has no URL (embedded images, a local
+    folder with 'hub'); None when it has one. Checked before any request."""
+    from itertools import islice
+
+    from mmlbdata.runner.core import iter_examples
+
+    if not args.image_urls:
+        return None
+    urls = api_options(args).image_urls
+    for config in args.config:
+        rows = iter_examples(args.data, config, read_images=False)
+        first = next((row["images"][0] for row in islice(rows, 10) if row.get("images")), None)
+        rows.close()
+        if first is not None:
+            try:
+                urls.url(first)
+            except ValueError as exc:
+                return f"{config}: {exc}"
+    return None
 
 
 def gpus_per_replica(args) -> Optional[float]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
 from contextlib import closing
@@ -353,8 +354,13 @@ def progress_bar(total: Optional[int], enabled: bool = True):
     from tqdm.auto import tqdm
 
     terminal = sys.stderr.isatty()
+    try:  # a terminal that reports no size (a bare pty): tqdm would draw nothing; a fixed size then
+        sized = terminal and min(os.get_terminal_size(sys.stderr.fileno())) > 0
+    except (OSError, ValueError):
+        sized = False
+    fixed = {} if sized or not terminal else {"ncols": 100, "nrows": 20}
     return tqdm(total=total, desc="mmlb run", unit="ex", disable=not enabled, file=sys.stderr,
-                dynamic_ncols=terminal, mininterval=0.2 if terminal else 60.0, smoothing=0.1)
+                dynamic_ncols=sized, mininterval=0.2 if terminal else 60.0, smoothing=0.1, **fixed)
 
 
 def _logs_above(bar):
