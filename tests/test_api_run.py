@@ -163,6 +163,26 @@ def test_a_failing_request_never_holds_or_fails_its_neighbours(built, tmp_path):
     assert all(lines[i]["prediction"] == "Answer:yes" for i in ("vh0", "vh1", "vh3"))
 
 
+def test_a_run_whose_requests_all_fail_stops_early(built, tmp_path, monkeypatch, caplog):
+    """A wrong key (401: not tried again) fails every request: the run stops after the first few
+    instead of recording every example as failed, and says what to check."""
+    from mmlbdata.runner import core
+
+    monkeypatch.setattr(core, "FAILED_BEFORE_ANY_ANSWER", 2)
+    with FakeOpenAI(lambda body: "yes", fail_first=100, fail_status=401) as server:
+        code = run(built, tmp_path / "p.jsonl", "--backend", "openai", "--model", GPT, "--base-url", server.base_url,
+                   "--concurrency", "1")
+    assert code == 1 and len((tmp_path / "p.jsonl").read_text().splitlines()) < 4
+    assert "check --base-url and the API key" in caplog.text
+
+
+def test_an_api_model_without_its_key_is_one_line(built, tmp_path, monkeypatch, capsys):
+    """openai_model.py reads os.environ["OPENAI_API_KEY"] (gemini.py GEMINI_API_KEY): without it, one line."""
+    monkeypatch.delenv("OPENAI_API_KEY")
+    assert run(built, tmp_path / "p.jsonl", "--backend", "openai", "--model", GPT) == 2
+    assert "openai needs an API key: set OPENAI_API_KEY" in capsys.readouterr().err
+
+
 # -- image URL mode ------------------------------------------------------------------------------------------
 HUB_RUN = """
 import os, sys

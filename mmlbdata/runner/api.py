@@ -73,6 +73,7 @@ class APIBackend:
         self.options = options or ProfileOptions()
         self.api = api or ap.APIOptions()
         self.tries = Tries(self.api.tries, self.api.pause, sleep)
+        self.encoded = ap.Encoded()  # each distinct image re-encoded once (the same bytes as every time)
         self._settings: dict[str, ap.RequestSettings] = {}
         self._lock = threading.Lock()
 
@@ -92,7 +93,8 @@ class APIBackend:
             return self.send(request)
         except Exception as exc:  # noqa: BLE001 - one failed request never fails its neighbours
             error = _first_line(exc)
-            log.warning("%s %s: no answer after %d tries: %s", request.config, request.id, self.tries.limit, error)
+            log.warning("%s %s: no answer (recorded empty, tried again by the next run): %s", request.config,
+                        request.id, error)
             return Generation("", error=error)
 
     def stream(self, requests: Iterable[Request]) -> Iterator[tuple[Request, Generation]]:
@@ -156,7 +158,8 @@ class ChatAPIBackend(APIBackend):
                 urls, detail = [self.api.image_urls.url(image) for image in images], settings.image_detail
             else:
                 resize = self.options.image_resize
-                urls, detail = [ap.png_data_uri(image, resize) for image in images], settings.image_detail
+                urls = [self.encoded.get(image, ap.png_data_uri, resize) for image in images]
+                detail = settings.image_detail
             messages = [{"role": "user", "content": ap.chat_content(pieces, urls, detail)}]
             if self.profile == "vllm_server" and request.prefix:
                 messages.append({"role": "assistant", "content": request.prefix})
@@ -207,7 +210,7 @@ class GeminiBackend(APIBackend):
         """The pieces, each image uploaded (gemini.py prepare_inputs + upload_content)."""
         settings = self.settings(request.config)
         pieces, indices = ap.official_pieces(ap.keep_last_images(request.content, settings.max_image_num))
-        images = [ap.gemini_png(request.images[i], settings.max_image_size) for i in indices]
+        images = [self.encoded.get(request.images[i], ap.gemini_png, settings.max_image_size) for i in indices]
         files = []
         if images:
             upload = Tries(3, self.tries.pause, self.tries.sleep)

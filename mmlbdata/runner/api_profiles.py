@@ -174,6 +174,45 @@ def png(img) -> bytes:
     return buffer.getvalue()
 
 
+class Encoded:
+    """Each distinct image re-encoded once per run, not once per use: a Visual Haystack config
+    uses each of its photos in many rows (the official wrappers encode every use; the bytes are the
+    same). Kept by recency up to ``budget`` bytes; keyed by the image's file (files layout: named by
+    its content) or the SHA-1 of its bytes, and the encoding's settings."""
+
+    def __init__(self, budget: int = 256 << 20):
+        import threading
+        from collections import OrderedDict
+
+        self.budget, self.size = budget, 0
+        self._items: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(image, *settings) -> tuple:
+        path = image.get("path") if isinstance(image, dict) else None
+        if not (path and (os.path.isabs(path) or path.startswith("hf://"))):
+            import hashlib
+
+            path = hashlib.sha1(image_bytes(image)).hexdigest()
+        return (path, *settings)
+
+    def get(self, image, make, *settings):
+        key = self.key(image, *settings)
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        value = make(image, *settings)
+        with self._lock:
+            if key not in self._items:
+                self._items[key] = value
+                self.size += len(value)
+            while self.size > self.budget and len(self._items) > 1:
+                self.size -= len(self._items.popitem(last=False)[1])
+        return value
+
+
 def png_data_uri(image, image_resize: Optional[float] = None) -> str:
     """openai_model.py prepare_inputs, a local image: RGB, scaled by ``image_resize``, PNG, base64."""
     img = rgb(image)

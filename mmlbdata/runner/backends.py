@@ -109,6 +109,9 @@ def make_backend(opts: BackendOptions):
     profile = api_profile(opts)
     common = {"concurrency": opts.concurrency, "options": opts.profile_options, "api": opts.api}
     key = api_key(opts.api_key_env, profile)
+    if key is None and profile in ("openai", "claude", "gemini"):  # the wrappers read os.environ[...] too
+        raise ValueError(f"{profile} needs an API key: set {opts.api_key_env or ap.API_KEY_ENV[profile]} "
+                         "(or name another variable with --api-key-env)")
     if profile == "gemini":
         return GeminiBackend(opts.model, api_key=key, **common)
     return ChatAPIBackend(opts.model, profile, base_url=server_url(opts), api_key=key, **common)

@@ -299,12 +299,24 @@ def _batched(backend: Backend, source: Iterator[Batch], opts: PipelineOptions, s
                 profile.flush()
 
 
+#: an API run stops when this many requests failed before any was answered (a wrong URL or key)
+FAILED_BEFORE_ANY_ANSWER = 10
+
+
 def _stream(backend, requests: Iterator[Request], sink, stats: RunStats, bar, start: float) -> None:
     """An API backend's requests, ``concurrency`` in flight, each line written as it finishes."""
-    for request, generation in backend.stream(requests):
-        write_prediction(sink, prediction_row(request, generation), stats)
-        sink.flush()
-        _advance(bar, stats, start, 1, request.config)
+    answered = 0
+    stream = backend.stream(requests)
+    with closing(stream):
+        for request, generation in stream:
+            write_prediction(sink, prediction_row(request, generation), stats)
+            sink.flush()
+            _advance(bar, stats, start, 1, request.config)
+            answered += not generation.error
+            if not answered and stats.errors >= FAILED_BEFORE_ANY_ANSWER:
+                log.error("stopped: the first %d requests all failed (last: %s); check --base-url and the API key, "
+                          "then run again (failed requests are tried again)", stats.errors, generation.error)
+                return
 
 
 def _advance(bar, stats: RunStats, start: float, done: int, config: str) -> None:
