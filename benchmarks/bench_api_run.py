@@ -1,6 +1,6 @@
 """An API run's wall time: ``mmlb run`` against MMLongBench's ``eval_api.py`` and ``eval_api_batch.py``.
 
-    python -m benchmarks.bench_api_run [--rows 24] [--images 8] [--latency 2] [--concurrency 8,32]
+    python -m benchmarks.bench_api_run [--rows 100] [--images 8] [--latency 2] [--concurrency 8,32]
 
 The same ``--rows`` Visual Haystack rows (``--images`` real COCO photos each, ``$MMLB_TEST_DATA``),
 written as an official release file and built from it (``mmlb build --source mmlb_release``), are
@@ -73,7 +73,7 @@ def timed(argv: list[str], env: dict, cwd: Path) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=24)
+    parser.add_argument("--rows", type=int, default=100, help="rows of one config (the vh yaml's max_test_samples: 100)")
     parser.add_argument("--images", type=int, default=8)
     parser.add_argument("--latency", type=float, default=2.0, help="seconds the server takes per request")
     parser.add_argument("--concurrency", default="8,32", help="mmlb run --concurrency values (comma-separated)")

@@ -81,7 +81,10 @@ class APIBackend:
         """The config's image settings (scripts/run_api.sh's, see :func:`api_profiles.request_settings`)."""
         with self._lock:
             if config not in self._settings:
-                self._settings[config] = ap.request_settings(self.model, config, self.api)
+                settings = self._settings[config] = ap.request_settings(self.model, config, self.api)
+                if settings.note:  # another model of the series, a length the paper did not run
+                    log.info("%s: %s (image detail %s, max images %s, max image size %s)", config, settings.note,
+                             settings.image_detail, settings.max_image_num, settings.max_image_size)
             return self._settings[config]
 
     def send(self, request: Request) -> Generation:  # pragma: no cover - abstract

@@ -178,7 +178,8 @@ class Encoded:
     """Each distinct image re-encoded once per run, not once per use: a Visual Haystack config
     uses each of its photos in many rows (the official wrappers encode every use; the bytes are the
     same). Kept by recency up to ``budget`` bytes; keyed by the image's file (files layout: named by
-    its content) or the SHA-1 of its bytes, and the encoding's settings."""
+    its content) or the SHA-1 of its bytes, and the encoding's settings. Requests in flight that
+    need an image being encoded wait for it rather than encode it again."""
 
     def __init__(self, budget: int = 256 << 20):
         import threading
@@ -186,6 +187,7 @@ class Encoded:
 
         self.budget, self.size = budget, 0
         self._items: OrderedDict = OrderedDict()
+        self._pending: dict = {}  # key -> the Future of the thread encoding it
         self._lock = threading.Lock()
 
     @staticmethod
@@ -198,18 +200,32 @@ class Encoded:
         return (path, *settings)
 
     def get(self, image, make, *settings):
+        from concurrent.futures import Future
+
         key = self.key(image, *settings)
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
                 return self._items[key]
-        value = make(image, *settings)
+            pending = self._pending.get(key)
+            if pending is None:
+                mine = self._pending[key] = Future()
+        if pending is not None:
+            return pending.result()
+        try:
+            value = make(image, *settings)
+        except BaseException as exc:
+            with self._lock:
+                del self._pending[key]
+            mine.set_exception(exc)
+            raise
         with self._lock:
-            if key not in self._items:
-                self._items[key] = value
-                self.size += len(value)
+            del self._pending[key]
+            self._items[key] = value
+            self.size += len(value)
             while self.size > self.budget and len(self._items) > 1:
                 self.size -= len(self._items.popitem(last=False)[1])
+        mine.set_result(value)
         return value
 
 
@@ -300,6 +316,6 @@ def describe(profile: str, model: str, options: APIOptions) -> str:
     if profile == "gemini":
         not_reproduced += ("; a model outside gemini.py's list is sent max_output_tokens where the wrapper "
                            "raises; a failed request is recorded empty where the wrapper aborts the dataset")
-    if profile == "openai" and not options.image_urls:
-        not_reproduced += "; the paper's GPT-4o runs sent the release's image URLs (--image-urls)"
+    if profile in ("openai", "claude") and not options.image_urls:
+        not_reproduced += "; the paper's GPT-4o runs (Claude's from 32K) sent the release's image URLs (--image-urls)"
     return f"{profile} ({wrapper}: {images}, {settings}; not reproduced: {not_reproduced})"
