@@ -108,8 +108,9 @@ def add_profile_arguments(p) -> None:
                    help="Idefics: the processor's image splitting (default: the model's own)")
     g.add_argument("--stop-newline", action="store_true", help="also stop at newline tokens")
     g.add_argument("--do-sample", action="store_true", help="sample instead of greedy decoding")
-    g.add_argument("--temperature", type=float, default=1.0, help="with --do-sample")
-    g.add_argument("--top-p", type=float, default=1.0, help="with --do-sample")
+    g.add_argument("--temperature", type=float, default=1.0, help="with --do-sample (Gemini: always, as gemini.py)")
+    g.add_argument("--top-p", type=float, default=1.0,
+                   help="with --do-sample (API models: always sent, as their wrappers send it)")
 
 
 def add_api_arguments(p) -> None:
