@@ -330,8 +330,9 @@ def _advance(bar, stats: RunStats, start: float, done: int, config: str) -> None
 
 
 def pending_total(data_dir, configs: Sequence[str], seen: dict[str, set], limit: int | None) -> Optional[int]:
-    """Examples the run will send: each config's rows (its README's ``num_examples``; None when a
-    config does not say, e.g. a Hub dataset), up to ``limit``, less those already in the output."""
+    """Examples the run will send: each config's rows (its README's ``num_examples``, else the
+    footers of the parquet files its entry names; None when neither says, e.g. a Hub dataset), up
+    to ``limit``, less those already in the output."""
     from mmlbdata.dataset.card import split_front_matter
 
     readme = Path(str(data_dir)) / "README.md"
@@ -339,25 +340,28 @@ def pending_total(data_dir, configs: Sequence[str], seen: dict[str, set], limit:
         return None
     meta, _ = split_front_matter(readme.read_text(encoding="utf-8"))
     infos = {i.get("config_name"): i for i in meta.get("dataset_info") or [] if isinstance(i, dict)}
+    entries = {e.get("config_name"): e for e in meta.get("configs") or [] if isinstance(e, dict)}
     total = 0
     for config in configs:
         splits = (infos.get(config) or {}).get("splits") or []
         rows = next((s.get("num_examples") for s in splits if isinstance(s, dict) and s.get("name") == "test"), None)
-        rows = rows if isinstance(rows, int) else _parquet_rows(data_dir, config)
+        rows = rows if isinstance(rows, int) else _parquet_rows(readme.parent, entries.get(config))
         if rows is None:
             return None
         total += max(min(rows, limit or rows) - len(seen.get(config, ())), 0)
     return total
 
 
-def _parquet_rows(data_dir, config: str) -> Optional[int]:
-    """Rows of a config the README names as plain parquet files (their footers), else None."""
+def _parquet_rows(folder: Path, entry: Optional[dict]) -> Optional[int]:
+    """Rows of the test split's parquet files a README entry names (their footers), else None."""
     import pyarrow.parquet as pq
 
-    from mmlbdata.runner.local_rows import readme_parquet_files
-
-    found = readme_parquet_files(data_dir, config)
-    return sum(pq.read_metadata(path).num_rows for path in found[0]) if found else None
+    files = [f for f in (entry or {}).get("data_files") or [] if isinstance(f, dict) and f.get("split") == "test"]
+    patterns = [p for f in files for p in ([f["path"]] if isinstance(f.get("path"), str) else f.get("path") or [])]
+    if not patterns or not all(isinstance(p, str) and p.endswith(".parquet") for p in patterns):
+        return None
+    paths = sorted({path for pattern in patterns for path in folder.glob(pattern)})
+    return sum(pq.read_metadata(path).num_rows for path in paths) if paths else None
 
 
 def progress_bar(total: Optional[int], enabled: bool = True):
