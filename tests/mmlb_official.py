@@ -28,6 +28,9 @@ MIRROR = "EdinburghNLP+MMLongBench"  # where the fetch tool puts it: .mirror/<ow
 FILES = ("arguments.py", "eval.py", "data.py", "utils.py", "utils_prompt.py", "vlm_model/__init__.py",
          "vlm_model/model_utils.py", "vlm_model/qwen2_vl.py", "vlm_model/gemma3.py", "vlm_model/idefics.py",
          "vlm_model/llava_onevision.py")
+#: the API runners and wrappers (tests/test_api_parity.py): checkout(dest, extra=API_FILES)
+API_FILES = ("eval_api.py", "eval_api_batch.py", "vlm_model/openai_model.py", "vlm_model/gemini.py",
+             "vlm_model/vllm_models.py", "scripts/eval_gpt4_summ.py")
 CONFIGS = ("vrag_all.yaml", "vh_all.yaml", "mm_niah_text_all.yaml", "mm_niah_image_all.yaml", "icl_all.yaml",
            "summ_all.yaml", "docqa_all.yaml", "text_docqa_all.yaml", "text_rag_all.yaml")
 
@@ -37,14 +40,14 @@ def show(name: str) -> bytes:
     return show_or_skip("MMLB_OFFICIAL_REPO", MIRROR, COMMIT, name)
 
 
-def checkout(dest: Path) -> Path:
-    """The official files written under ``dest`` and importable from it (``vlm_model``, ``data``).
-    Modules of those common names that an earlier test left (a stand-in ``vlm_model``, another
-    copy's ``utils``) are forgotten first, so these files are the ones imported."""
-    tops = {name.split("/")[0].removesuffix(".py") for name in FILES}
+def checkout(dest: Path, extra: tuple[str, ...] = ()) -> Path:
+    """The official files (and ``extra`` ones) written under ``dest`` and importable from it
+    (``vlm_model``, ``data``). Modules of those common names that an earlier test left (a stand-in
+    ``vlm_model``, another copy's ``utils``) are forgotten first, so these files are the ones imported."""
+    tops = {name.split("/")[0].removesuffix(".py") for name in FILES + extra}
     for loaded in [m for m in sys.modules if m.split(".")[0] in tops]:
         del sys.modules[loaded]
-    for name in FILES + tuple(f"configs/{c}" for c in CONFIGS):
+    for name in FILES + extra + tuple(f"configs/{c}" for c in CONFIGS):
         (dest / name).parent.mkdir(parents=True, exist_ok=True)
         (dest / name).write_bytes(show(name))
     if str(dest) not in sys.path:

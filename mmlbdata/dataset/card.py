@@ -73,7 +73,9 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     if text.startswith("---"):
         end = text.find("\n---", 3)
         if end != -1:
-            meta = yaml.safe_load(text[3:end]) or {}
+            # libyaml's safe loader where PyYAML has it: the same objects, ~6x faster on a release's
+            # README (every `mmlb run`/`eval` reads it per config)
+            meta = yaml.load(text[3:end], Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
             return meta, text[end + 4:].lstrip("\n")
     return {}, text
 

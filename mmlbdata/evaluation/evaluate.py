@@ -116,7 +116,7 @@ def read_predictions(path: str | Path) -> Predictions:
                 continue
             config, ident = str(row.get("config") or ""), str(row["id"])
             bucket = preds.rows.setdefault(config, {})
-            if ident in bucket:
+            if ident in bucket and not bucket[ident].get("error"):  # a failed request's line: replaced by its retry
                 preds.duplicates.append(ident)
             bucket[ident] = row
     if not preds.rows:
@@ -291,6 +291,19 @@ def evaluate_config(examples: list[dict], predictions: dict[str, dict], metric_o
     return _evaluate_config(examples, predictions, metric_options, protocol)[0]
 
 
+def scored_prediction(metric, row: dict) -> str:
+    """The text ``metric`` scores. A metric that, under ``--parity official``, prepends the
+    loader's system_template to the model's output (MMLongBench's, :class:`MMLongBenchMetric`) gets
+    the output without the answer prefix ``mmlb run`` already put before it (``answer_prefix``),
+    so the prefix is there once, as in ``eval_api.py``'s text."""
+    prediction = row["prediction"]
+    prefix = row.get("answer_prefix")
+    if getattr(metric, "prepends_system_template", False) and isinstance(prefix, str) and prefix \
+            and prediction.startswith(prefix):
+        return prediction[len(prefix):]
+    return prediction
+
+
 def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
     """:func:`evaluate_config`, and the headline rows ((example, score, answered), config order)
     that :func:`evaluate` sums per dataset."""
@@ -309,7 +322,7 @@ def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
             for row, example in enumerate(examples):
                 example.setdefault(ROW_KEY, row)  # official binary_acc's default answer depends on it
         exs = [rows[i] for i in positions]
-        results = list(metric.score_many([predictions[ids[i]]["prediction"] for i in positions], exs))
+        results = list(metric.score_many([scored_prediction(metric, predictions[ids[i]]) for i in positions], exs))
         metrics_out[name] = metric.aggregate(results, exs)
         groups_out.update(_meta_groups(metric, exs, results))
         for i, result in zip(positions, results):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
 from contextlib import closing
@@ -57,6 +58,9 @@ class Generation:
     prompt_tokens: int = 0
     generated_tokens: int = 0
     seed: Optional[int] = None  # the seed the backend set before the config (None: not seeded)
+    #: why an API request gave no answer after its tries (the text is then empty): the line is
+    #: written with it, as eval_api.py keeps an empty output, and the next run tries it again
+    error: Optional[str] = None
 
 
 class Backend(Protocol):
@@ -74,7 +78,7 @@ class RunStats:
     prompt_tokens: int = 0
     generated_tokens: int = 0
     seconds: float = 0.0
-    per_config: dict = field(default_factory=dict)
+    per_config: dict = field(default_factory=dict)  # config -> examples written
     #: seconds spent per stage, summed over batches (stages overlap: they may add up past ``seconds``)
     stages: dict = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
     waited: float = 0.0  # generation idle, waiting for a prepared batch
@@ -87,19 +91,23 @@ class RunStats:
 
     def line(self) -> str:
         s = max(self.seconds, 1e-9)
+        failed = f"{self.errors} failed" + (": run again to try them again" if self.errors else "")
+        timing = f"; {self.stage_line()}" if any(self.stages.values()) else ""
         return (f"{self.examples} examples in {self.seconds:.1f}s: {self.examples / s:.3f} ex/s, "
                 f"{self.generated_tokens / s:.1f} generated tok/s, {self.prompt_tokens / s:.1f} prompt tok/s "
-                f"({self.skipped} already done, {self.errors} failed); {self.stage_line()}")
+                f"({self.skipped} already done, {failed}){timing}")
 
     def stage_line(self) -> str:
-        """Where the time went: seconds per stage, generation's wait for input, GPU peak memory."""
+        """Where the time went: seconds per stage, generation's wait for input, GPU peak memory
+        (batched backends; an API run's requests overlap, so it has no stages)."""
         stages = ", ".join(f"{name} {self.stages.get(name, 0.0):.1f}s" for name in STAGES)
         gpu = f"{self.gpu_peak / 2**30:.2f} GiB" if self.gpu_peak is not None else "n/a"
         return f"stages: {stages}, waiting for input {self.waited:.1f}s; GPU peak memory {gpu}"
 
 
 def done_ids(path: Path, config: str) -> set[str]:
-    """Ids already predicted for ``config`` in an existing output file (bad lines ignored)."""
+    """Ids already predicted for ``config`` in an existing output file (bad lines ignored; an id
+    whose last line records a failed request is not done)."""
     ids: set[str] = set()
     if not path.is_file():
         return ids
@@ -110,13 +118,18 @@ def done_ids(path: Path, config: str) -> set[str]:
             except json.JSONDecodeError:
                 continue
             if isinstance(row, dict) and row.get("config") == config and isinstance(row.get("prediction"), str):
-                ids.add(str(row.get("id")))
+                if row.get("error"):  # a request that failed: tried again (a later line replaces it)
+                    ids.discard(str(row.get("id")))
+                else:
+                    ids.add(str(row.get("id")))
     return ids
 
 
-def iter_examples(data_dir: str | Path, config: str) -> Iterator[dict]:
+def iter_examples(data_dir: str | Path, config: str, read_images: bool = True) -> Iterator[dict]:
     """Rows of the config's test split with images as undecoded {"bytes", "path"} values, streamed
-    by ``datasets`` from the parquet files (no Arrow cache copy, which could also be stale)."""
+    by ``datasets`` from the parquet files (no Arrow cache copy, which could also be stale).
+    ``read_images=False``: a files-layout image keeps its path only (image URL mode sends the path,
+    never the bytes)."""
     import datasets
 
     from mmlbdata.runner.prefetch import with_image_bytes  # files layout: each image a file (a request on the Hub)
@@ -126,7 +139,7 @@ def iter_examples(data_dir: str | Path, config: str) -> Iterator[dict]:
         # decode(False), not cast_column: streaming from the Hub, load_dataset adds a threaded
         # decoding step that a cast does not undo (the rows would hold PIL images)
         ds = ds.decode(False)
-    yield from with_image_bytes(ds)
+    yield from with_image_bytes(ds) if read_images else ds
 
 
 def make_request(row: dict, config: str, max_images: int | None, max_new_tokens: int | None,
@@ -184,11 +197,14 @@ def run(backend: Backend, data_dir: str | Path, configs: Sequence[str], out: str
         batch_size: int = 1, max_images: int | None = None, max_new_tokens: int | None = None,
         prefill: bool = True, limit: int | None = None, as_text: bool = False,
         pipeline: PipelineOptions | None = None, label_images: bool = False,
-        settings: str = "official") -> RunStats:
+        settings: str = "official", progress: bool = True, read_images: bool = True) -> RunStats:
     """Generate predictions for every example of every config not yet in ``out``
     (``as_text``: ReadBench's text baseline, see :func:`chat.text_context`), preparing the next
     batches while one generates (``pipeline``). ``settings``: ``official`` (MMLongBench's
-    per-dataset budgets, :func:`config_budgets`) or ``generic`` (per-metric budgets)."""
+    per-dataset budgets, :func:`config_budgets`) or ``generic`` (per-metric budgets). An API
+    backend (one with ``stream``) sends its requests ``concurrency`` at a time instead of in
+    batches, each written as it finishes. ``progress``: a bar with the total, the rate, the ETA
+    and tokens/s on stderr. ``read_images=False``: images go by path (image URL mode)."""
     opts = pipeline or PipelineOptions()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -200,7 +216,7 @@ def run(backend: Backend, data_dir: str | Path, configs: Sequence[str], out: str
 
     def requests(config: str) -> Iterator[tuple[Request, float]]:
         """The config's pending requests, each with the seconds spent reading it."""
-        count, rows = 0, iter_examples(data_dir, config)
+        count, rows = 0, iter_examples(data_dir, config, read_images)
         images, new_tokens = config_budgets(config, max_images, max_new_tokens, settings)
         official = settings_for(config) if settings == "official" else None
         if official is not None:
@@ -224,33 +240,131 @@ def run(backend: Backend, data_dir: str | Path, configs: Sequence[str], out: str
                 continue
             yield request, time.perf_counter() - started
 
-    source = (batch for config in configs for batch in batches(requests(config), batch_size, opts.sort_window))
+    bar = progress_bar(pending_total(data_dir, configs, seen, limit), progress)
     profile = Path(opts.profile).open("a", encoding="utf-8") if opts.profile else None
-    current = None
     try:
-        # closing: an exception here (Ctrl-C, a crash) stops the reading threads at once
-        with out.open("a", encoding="utf-8") as sink, \
-                closing(prefetched(source, lambda b: prepare_batch(backend, b), opts.workers, opts.depth,
-                                   prepare_threads(backend, opts.workers))) as ready:
-            for batch in ready:
-                if current is not None and batch.config != current:
-                    _log_config(current, stats, start)
-                current = batch.config
-                _flush(backend, batch, sink, stats)
-                if profile is not None:  # else read once per config (_log_config): the peak only grows
-                    peak = _note_gpu_peak(stats)
-                    profile.write(json.dumps({**batch.profile.record(), "gpu_peak_bytes": peak}) + "\n")
-                    profile.flush()
+        with out.open("a", encoding="utf-8") as sink, bar, _logs_above(bar):
+            if callable(getattr(backend, "stream", None)):
+                _stream(backend, (r for config in configs for r, _ in requests(config)), sink, stats, bar, start)
+            else:
+                source = (batch for config in configs
+                          for batch in batches(requests(config), batch_size, opts.sort_window))
+                _batched(backend, source, opts, sink, profile, stats, bar, start)
     finally:
         if profile is not None:
             profile.close()
     stats.skipped += read["skipped"]
     stats.errors += read["errors"]
-    if current is not None:
-        _log_config(current, stats, start)
     stats.seconds = time.perf_counter() - start
     _note_gpu_peak(stats)
+    if len(configs) > 1:  # the summary line is the whole run's; with several configs, each one's too
+        for config in configs:
+            log.info("%s: %d examples", config, stats.per_config.get(config, 0))
     return stats
+
+
+def _batched(backend: Backend, source: Iterator[Batch], opts: PipelineOptions, sink, profile, stats: RunStats,
+             bar, start: float) -> None:
+    """Batches prepared ahead (:func:`pipeline.prefetched`) and generated one after the other."""
+    # closing: an exception here (Ctrl-C, a crash) stops the reading threads at once
+    with closing(prefetched(source, lambda b: prepare_batch(backend, b), opts.workers, opts.depth,
+                            prepare_threads(backend, opts.workers))) as ready:
+        for batch in ready:
+            _flush(backend, batch, sink, stats)
+            _advance(bar, stats, start, len(batch.requests), batch.config)
+            if profile is not None:  # else read once at the end: the peak only grows
+                peak = _note_gpu_peak(stats)
+                profile.write(json.dumps({**batch.profile.record(), "gpu_peak_bytes": peak}) + "\n")
+                profile.flush()
+
+
+#: an API run stops when this many requests failed before any was answered (a wrong URL or key)
+FAILED_BEFORE_ANY_ANSWER = 10
+
+
+def _stream(backend, requests: Iterator[Request], sink, stats: RunStats, bar, start: float) -> None:
+    """An API backend's requests, ``concurrency`` in flight, each line written as it finishes."""
+    answered = 0
+    stream = backend.stream(requests)
+    with closing(stream):
+        for request, generation in stream:
+            write_prediction(sink, prediction_row(request, generation), stats)
+            sink.flush()
+            _advance(bar, stats, start, 1, request.config)
+            answered += not generation.error
+            if not answered and stats.errors >= FAILED_BEFORE_ANY_ANSWER:
+                log.error("stopped: the first %d requests all failed (last: %s); check --base-url and the API key, "
+                          "then run again (failed requests are tried again)", stats.errors, generation.error)
+                return
+
+
+def _advance(bar, stats: RunStats, start: float, done: int, config: str) -> None:
+    """Count ``done`` examples of ``config`` and show tokens/s where the backend reports tokens."""
+    stats.per_config[config] = stats.per_config.get(config, 0) + done
+    bar.update(done)
+    elapsed = max(time.perf_counter() - start, 1e-9)
+    if stats.generated_tokens:
+        bar.set_postfix_str(f"{stats.generated_tokens / elapsed:.1f} gen tok/s, "
+                            f"{stats.prompt_tokens / elapsed:.0f} prompt tok/s, {stats.errors} failed", refresh=False)
+
+
+def pending_total(data_dir, configs: Sequence[str], seen: dict[str, set], limit: int | None) -> Optional[int]:
+    """Examples the run will send: each config's rows (its README's ``num_examples``, else the
+    footers of the parquet files its entry names; None when neither says, e.g. a Hub dataset), up
+    to ``limit``, less those already in the output."""
+    from mmlbdata.dataset.card import split_front_matter
+
+    readme = Path(str(data_dir)) / "README.md"
+    if "://" in str(data_dir) or not readme.is_file():
+        return None
+    meta, _ = split_front_matter(readme.read_text(encoding="utf-8"))
+    infos = {i.get("config_name"): i for i in meta.get("dataset_info") or [] if isinstance(i, dict)}
+    entries = {e.get("config_name"): e for e in meta.get("configs") or [] if isinstance(e, dict)}
+    total = 0
+    for config in configs:
+        splits = (infos.get(config) or {}).get("splits") or []
+        rows = next((s.get("num_examples") for s in splits if isinstance(s, dict) and s.get("name") == "test"), None)
+        rows = rows if isinstance(rows, int) else _parquet_rows(readme.parent, entries.get(config))
+        if rows is None:
+            return None
+        total += max(min(rows, limit or rows) - len(seen.get(config, ())), 0)
+    return total
+
+
+def _parquet_rows(folder: Path, entry: Optional[dict]) -> Optional[int]:
+    """Rows of the test split's parquet files a README entry names (their footers), else None."""
+    import pyarrow.parquet as pq
+
+    files = [f for f in (entry or {}).get("data_files") or [] if isinstance(f, dict) and f.get("split") == "test"]
+    patterns = [p for f in files for p in ([f["path"]] if isinstance(f.get("path"), str) else f.get("path") or [])]
+    if not patterns or not all(isinstance(p, str) and p.endswith(".parquet") for p in patterns):
+        return None
+    paths = sorted({path for pattern in patterns for path in folder.glob(pattern)})
+    return sum(pq.read_metadata(path).num_rows for path in paths) if paths else None
+
+
+def progress_bar(total: Optional[int], enabled: bool = True):
+    """``mmlb run``'s bar on stderr: examples done of ``total``, rate and ETA (tqdm); ``enabled``
+    False (``--no-progress``) shows nothing. Off a terminal it redraws once a minute."""
+    from tqdm.auto import tqdm
+
+    terminal = sys.stderr.isatty()
+    try:  # a terminal that reports no size (a bare pty): tqdm would draw nothing; a fixed size then
+        sized = terminal and min(os.get_terminal_size(sys.stderr.fileno())) > 0
+    except (OSError, ValueError):
+        sized = False
+    fixed = {} if sized or not terminal else {"ncols": 100, "nrows": 20}
+    return tqdm(total=total, desc="mmlb run", unit="ex", disable=not enabled, file=sys.stderr,
+                dynamic_ncols=sized, mininterval=0.2 if terminal else 60.0, smoothing=0.1, **fixed)
+
+
+def _logs_above(bar):
+    """Log lines printed above the bar, not through it."""
+    from contextlib import nullcontext
+
+    from tqdm.contrib.logging import logging_redirect_tqdm
+
+    return nullcontext() if bar.disable else logging_redirect_tqdm()
 
 
 def _note_gpu_peak(stats: RunStats) -> Optional[int]:
@@ -260,10 +374,18 @@ def _note_gpu_peak(stats: RunStats) -> Optional[int]:
     return peak
 
 
-def _log_config(config: str, stats: RunStats, start: float) -> None:
-    stats.seconds = time.perf_counter() - start
-    _note_gpu_peak(stats)
-    log.info("%s: %s", config, stats.line())
+def prediction_row(request: Request, generation: Generation) -> dict:
+    """One prediction line: the reply after the answer prefix (``answer_prefix``: what was
+    prepended, so ``mmlb eval --parity official`` reads the reply as the official runner does);
+    a request that failed after its tries keeps its ``error`` and an empty reply."""
+    text = request.prefix + generation.text if request.prefix else generation.text
+    row = {"id": request.id, "config": request.config, "prediction": text, "prompt_tokens": generation.prompt_tokens,
+           "generated_tokens": generation.generated_tokens, "answer_prefix": request.prefix}
+    if generation.error:
+        row["error"] = generation.error
+    if generation.seed is not None:
+        row["seed"] = generation.seed
+    return row
 
 
 def generate_batch(backend: Backend, batch: Batch) -> tuple[list[dict], list[str]]:
@@ -281,29 +403,27 @@ def generate_batch(backend: Backend, batch: Batch) -> tuple[list[dict], list[str
             batch.error = exc
     if batch.error is not None:
         log.error("batch %s failed: %s", [r.id for r in reqs], batch.error)
-        print(f"mmlb run: batch {[r.id for r in reqs]} failed: {batch.error}", file=sys.stderr)
         return [], [r.id for r in reqs]
-    rows = []
-    for req, gen in zip(reqs, gens):
-        text = req.prefix + gen.text if req.prefix else gen.text
-        rows.append({"id": req.id, "config": req.config, "prediction": text,
-                     "prompt_tokens": gen.prompt_tokens, "generated_tokens": gen.generated_tokens,
-                     **({"seed": gen.seed} if gen.seed is not None else {})})
-    return rows, []
+    return [prediction_row(req, gen) for req, gen in zip(reqs, gens)], []
 
 
 def write_prediction(sink, row: dict, stats: RunStats) -> None:
     """Append one prediction line (the format every runner writes and ``mmlb eval`` reads) and
-    count it in ``stats``; ``sink=None`` only counts."""
-    if sink is not None:  # the seed too, when the backend seeded (hf profiles)
-        fields = PREDICTION_FIELDS + (("seed",) if row.get("seed") is not None else ())
-        sink.write(json.dumps({k: row[k] for k in fields}, ensure_ascii=False) + "\n")
+    count it in ``stats``; ``sink=None`` only counts. A line with an ``error`` counts as failed;
+    ``seed`` and ``error`` are written when set."""
+    if sink is not None:
+        line = {k: row[k] for k in PREDICTION_FIELDS if k in row}
+        for optional in ("seed", "error"):
+            if row.get(optional) is not None:
+                line[optional] = row[optional]
+        sink.write(json.dumps(line, ensure_ascii=False) + "\n")
     stats.examples += 1
+    stats.errors += 1 if row.get("error") else 0
     stats.prompt_tokens += row["prompt_tokens"]
     stats.generated_tokens += row["generated_tokens"]
 
 
-PREDICTION_FIELDS = ("id", "config", "prediction", "prompt_tokens", "generated_tokens")
+PREDICTION_FIELDS = ("id", "config", "prediction", "prompt_tokens", "generated_tokens", "answer_prefix")
 
 
 def _flush(backend: Backend, batch: Batch, sink, stats: RunStats) -> None:

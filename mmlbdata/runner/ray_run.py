@@ -181,9 +181,10 @@ class Replica:
                 failed += [(config, i) for i in failed_ids]
                 for name, seconds in batch.profile.seconds.items():
                     stages[name] += seconds
-        out = rows + [{"id": i, "config": c, "prediction": "", "prompt_tokens": 0, "generated_tokens": 0}
-                      for c, i in failed]
+        out = rows + [{"id": i, "config": c, "prediction": "", "prompt_tokens": 0, "generated_tokens": 0,
+                       "answer_prefix": ""} for c, i in failed]
         columns = {k: [r[k] for r in out] for k in PREDICTION_FIELDS}
+        columns["error"] = [r.get("error") or "" for r in out]  # an API request that failed after its tries
         columns["failed"] = [False] * len(rows) + [True] * len(failed)
         columns["replica"] = [self.name] * len(out)
         # the batch's time per stage, shared out so per-replica sums give busy time

@@ -46,6 +46,12 @@ class MMLongBenchMetric(Metric):
         """The loader's ``system_template`` (``mmlbdata.official.mmlongbench_prompts``, held there once)."""
         return answer_prefix(self.loader)
 
+    @property
+    def prepends_system_template(self) -> bool:
+        """Parity mode scores system_template + output: a runner's line that already starts with its
+        answer prefix is handed over without it (evaluate.scored_prediction)."""
+        return self.official
+
     def scored_text(self, prediction):
         """What the scorer reads: the runner's text in parity mode, else the output itself."""
         return off.runner_output(self.system_template, prediction) if self.official else prediction
