@@ -494,7 +494,8 @@ def test_lmms_eval_stderr_of_a_corpus_aggregate_is_a_seeded_bootstrap(monkeypatc
 
 
 def test_lmms_eval_task_lists_the_stderr_metric(tmp_path, built_release):
-    from mmlbdata.exports.lmms_eval import export_lmms_eval, load_task_yaml
+    from mmlbdata.exports.lmms_eval import export_lmms_eval
+    from tests.lmms_eval_tasks import load_task_yaml
 
     out, _ = built_release
     export_lmms_eval(out, tmp_path, configs=["vh_single_8k"])

@@ -248,7 +248,7 @@ def test_hub_uploader_builds_the_commit_without_a_token(tmp_path):
 # -- 3. exports -----------------------------------------------------------------------------------
 def test_lmms_eval_task_loads_and_gives_images_in_prompt_order(built, tmp_path, monkeypatch):
     from mmlbdata.exports import lmms_eval_hooks
-    from mmlbdata.exports.lmms_eval import load_task_yaml
+    from tests.lmms_eval_tasks import load_task_yaml
 
     assert main(["export", str(built), "--format", "lmms-eval", "--out", str(tmp_path)]) == 0
     task_dir = tmp_path / "mmlb_vh"
