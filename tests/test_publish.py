@@ -428,7 +428,7 @@ def test_mmlongbench_layout_of_document_pages(tmp_path):
     """Document-QA rows: page_list files named <doc_id>/page<N>, as the release's loader parses;
     the bare question (the loader adds "Based on Document ..."), the release's answer_format names."""
     from mmlbdata.core.schema import make_example
-    from mmlbdata.sources.mmlb_release import DOC_QUESTION, TEMPLATES
+    from mmlbdata.official.mmlongbench_prompts import DOC_QUESTION, TEMPLATES
     from mmlbdata.core.store import ImageStore
     from mmlbdata.dataset.build import store_config
 
