@@ -31,7 +31,7 @@ from mmlbdata.cli import main
 from mmlbdata.exports import iter_rows
 from mmlbdata.dataset.hub import IMAGE_COMMIT_FILES, FolderUploader, HubUploader, push_folder
 from mmlbdata.dataset.registry import resolve
-from mmlbdata.dataset.stats import config_stats
+from mmlbdata.dataset.stats import config_distribution
 from mmlbdata.dataset.writer import read_manifest
 
 CONFIGS = ["vh_multi_8k", "vh_single_16k", "vh_single_8k"]
@@ -72,11 +72,11 @@ def test_card_yaml_loads_every_config_and_stats_match_parquet(built):
         ds = datasets.load_dataset(str(built), config, split="test")
         images = [len(r) for r in ds["images"]]
         tokens = ds["num_tokens"]
-        # independent recount through datasets, then the card's rendering of config_stats
+        # independent recount through datasets, then the card's rendering of the config's summary
         expected = {"rows": len(ds), "images": sum(images), "tokens_min": min(tokens), "tokens_max": max(tokens),
                     "tokens_mean": sum(tokens) / len(ds), "images_per_row": sum(images) / len(ds),
                     "fill_ratio": sum(t / n for t, n in zip(tokens, ds["length"])) / len(ds), "bytes": 0}
-        stats = config_stats(built, config)
+        stats = config_distribution(built, config).summary()
         assert {k: stats[k] for k in expected if k != "bytes"} == pytest.approx(
             {k: v for k, v in expected.items() if k != "bytes"})
         shown = format_stats(stats)
@@ -129,7 +129,7 @@ def _datasets_card_update(remote_dir: Path, config: str, folder: Path) -> dict:
 
     from mmlbdata.dataset.card import config_features
 
-    stats = config_stats(folder, config)
+    stats = config_distribution(folder, config).summary()
     card, _ = _get_updated_dataset_card(
         DirFileSystem(str(remote_dir), LocalFileSystem()), config,
         [SplitInfo(name="test", num_bytes=stats["bytes"], num_examples=stats["rows"])],
