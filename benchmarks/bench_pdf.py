@@ -6,7 +6,7 @@ Reads the real MMLongBench-Doc sample from ``$MMLB_TEST_DATA/mmlongbench_doc`` (
 tokenizer from ``$MMLB_TOKENIZER``). Rows of the table:
 
 * ``bare pymupdf``: open each PDF, ``get_pixmap(dpi).tobytes("png")`` for the same pages;
-* ``pipeline cold``: ``mmlbdata.media.pdf.render_pages`` into an empty store (content hash,
+* ``pipeline cold``: ``mmlbdata.media.pdf.render_page_refs`` into an empty store (content hash,
   recipe lookups, PNG written atomically), one process and ``--num-proc`` processes;
 * ``pipeline warm``: the same call again (every page already in the store);
 * ``build 128k``: a ``--limit``-row ``mmlongdoc_128k`` build in a fresh process (cold store),

@@ -41,7 +41,7 @@ def main() -> None:
     from mmlbdata.exports.vlmevalkit import export_tsv
     from mmlbdata.dataset.hub import FolderUploader, push_folder
     from mmlbdata.dataset.registry import resolve
-    from mmlbdata.dataset.stats import config_stats
+    from mmlbdata.dataset.stats import config_distribution
 
     with tempfile.TemporaryDirectory() as tmp:
         out, sources = Path(tmp) / "mmlb", {"coco": data / "coco_mini"}
@@ -65,7 +65,7 @@ def main() -> None:
             timed("resume check (manifest + shard sizes)", lambda: [completed_stats(
                 out, n, build_parameters(resolve(n), sources, limit=args.questions)) for n in CONFIGS]),
             timed("resume: build_all again (all kept)", lambda: build_all(CONFIGS, sources, out, **kwargs)),
-            timed("stats (cheap columns + image paths)", lambda: [config_stats(out, n) for n in CONFIGS], size),
+            timed("stats (cheap columns + image paths)", lambda: [config_distribution(out, n).summary() for n in CONFIGS], size),
             timed("read every column via datasets", load_all, size),
             timed("card + plot", lambda: render_card(out, repo_id="org/mmlb")),
             timed("card without plot", lambda: render_card(out, repo_id="org/mmlb", plot=False)),

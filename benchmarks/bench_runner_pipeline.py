@@ -44,7 +44,7 @@ from pathlib import Path
 from benchmarks._util import table, test_data
 from mmlbdata.runner.core import Generation, PipelineOptions, make_request, run
 from mmlbdata.runner.hf import HFBackend
-from mmlbdata.runner.smoke import write_built
+from tests.smoke import write_built
 
 CONFIG = "vh_single_8k"
 MODEL_SECONDS = 0.05  # the stand-in model's time per example (part 1)
@@ -208,7 +208,7 @@ def balance(backend: SleepingGenerator, args, stages: dict, n_batches: int) -> N
 
 
 def measure(args, work: Path) -> None:
-    from mmlbdata.runner.tiny import build_tiny_vlm
+    from tests.tiny import build_tiny_vlm
 
     model = str(build_tiny_vlm(work / "tiny", image_size=336))
     built = build_rows(work, args.rows, args.images)

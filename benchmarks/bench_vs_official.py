@@ -281,7 +281,7 @@ def write_whole(root: Path, n: int) -> tuple[Path, Path, Path]:
     """11 configs of ``n`` pairs: a built folder + predictions JSONL for ``mmlb eval``, and the
     same golds and outputs in the official files' shapes for the official process."""
     from mmlbdata.core.schema import FEATURES
-    from mmlbdata.runner.smoke import write_built
+    from tests.smoke import write_built
 
     configs, lines, official = {}, [], root / "official"
     official.mkdir(parents=True, exist_ok=True)

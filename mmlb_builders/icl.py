@@ -31,7 +31,6 @@ from mmlbdata.sources.icl import LAYOUT_FOLDER, LAYOUT_HUB, LAYOUT_INAT, ClassPo
 
 from .base import MMLONGBENCH_LENGTH_KEYS, MMLBBuilder, MMLBConfig
 
-PROMPT_TEMPLATE = prompts.TEMPLATES["icl"]  # data.py load_icl_er, via mmlbdata.official.mmlongbench_prompts
 # The ``question`` field: the prompt's closing line without its placeholder (the test image is the
 # prompt's last ``<image>``), so the field never adds an image of its own.
 TEST_QUESTION = "Now classify this image:"

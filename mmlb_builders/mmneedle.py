@@ -418,7 +418,7 @@ class GridPool:
         missing = []
         key = lambda g: recipe_key(self.files(g), self.n, cached_cells=cell_cache)
         for g in grids:
-            ref = _lookup(store, key(g))
+            ref = store.lookup(key(g))
             if ref is None:
                 missing.append(g)
             else:
@@ -431,17 +431,3 @@ class GridPool:
                 continue
             refs[g] = store.cached(key(g), lambda data=data: (data, "jpg"))
         return refs
-
-
-class _NotCached(Exception):
-    pass
-
-
-def _lookup(store: ImageStore, key: str) -> Optional[ImageRef]:
-    """The stored image of ``key`` if it was made before, else None (nothing is produced)."""
-    def produce():
-        raise _NotCached
-    try:
-        return store.cached(key, produce)
-    except _NotCached:
-        return None

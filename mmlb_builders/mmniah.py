@@ -32,8 +32,6 @@ from mmlbdata.sources.mmniah import ImageSeg, NiahRecord, read_mmniah
 
 from .base import MMLONGBENCH_LENGTH_KEYS, MMLBBuilder, standard_configs
 
-TEMPLATE = prompts.TEMPLATES["niah"]  # data.py load_mm_niah_text / _image_count, via mmlbdata.official.mmlongbench_prompts
-CHOICE_TEMPLATE = prompts.TEMPLATES["niah_choice"]  # data.py load_mm_niah_image_mc
 NUM_PERMUTATIONS = 3
 PASSAGE_WORDS = 100
 MAX_EDGE = 1024

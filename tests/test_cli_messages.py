@@ -31,7 +31,7 @@ def test_push_of_a_folder_with_no_build_says_so(tmp_path, capsys):
 
 
 def test_push_of_a_mistyped_config_gets_a_suggestion(tmp_path, capsys):
-    from mmlbdata.runner.smoke import write_built
+    from tests.smoke import write_built
 
     folder = write_built(tmp_path / "built", {"vh_single_8k": []})
     code, err = run(capsys, "push", folder, "--repo", "org/mmlb", "--config", "vh_singel_8k",

@@ -23,7 +23,7 @@ from mmlbdata.dataset.registry import all_configs
 from mmlbdata.evaluation import compare_paper as cp
 from mmlbdata.evaluation import published as pub
 from mmlbdata.evaluation.evaluate import evaluate_config
-from mmlbdata.runner.smoke import write_built
+from tests.smoke import write_built
 
 REPLAYED = "Qwen2.5-VL-32B"  # mid-table in Figure 22, and one of Figure 1's nine
 LENGTHS = ("8k", "16k", "32k", "64k", "128k")

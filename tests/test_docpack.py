@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from mmlbdata.dataset.docpack import (BudgetError, DOCQA_TEMPLATE, docqa_prompt, docqa_question,
-                              select_pages)
+from mmlbdata.dataset.docpack import BudgetError, DOCQA_TEMPLATE, docqa_prompt, select_pages
+from mmlbdata.official import mmlongbench_prompts as prompts
 
 # Every page costs 10 tokens, the fixed part 5: a selection of n pages costs 5 + 10 n.
 def measure(pages):
@@ -13,7 +13,7 @@ def measure(pages):
 
 def test_prompt_is_the_template_verbatim():
     pages = [("PG_2021.03.04_US-Views-on-China_FINAL.pdf", 0), ("other.pdf", 3)]
-    question = docqa_question("PG_2021.03.04_US-Views-on-China_FINAL.pdf", "Who?")
+    question = prompts.doc_question("PG_2021.03.04_US-Views-on-China_FINAL.pdf", "Who?")
     assert question == "Based on Document PG_2021.03.04_U, answer the following question. Who?"
     prompt = docqa_prompt(pages, question, "v1.0")
     assert prompt.startswith("You are given a document with text and images, and a question. "

@@ -140,7 +140,8 @@ def unrendered(monkeypatch):
 def answer_windows(root: Path, counter) -> dict[str, int]:
     """Row id -> tokens of the question's answer pages with those between them (its smallest
     example), for every question on the sample's PDFs that the selection keeps."""
-    from mmlbdata.dataset.docpack import answer_window_tokens, docqa_question
+    from mmlbdata.dataset.docpack import answer_window_tokens
+    from mmlbdata.official.mmlongbench_prompts import doc_question
     from mmlbdata.media.documents import DocCorpus, PdfDocument
     from mmlbdata.sources import mmlongbench_doc as mmld
 
@@ -152,7 +153,7 @@ def answer_windows(root: Path, counter) -> dict[str, int]:
     for row in mmld.read_samples(root):
         question, _ = mmld.clean_for_docvqa(row)
         if question is not None and corpus.get(question.doc_id):
-            text = docqa_question(question.doc_id, question.question)
+            text = doc_question(question.doc_id, question.question)
             windows[f"mmlongdoc_{question.qid}"] = answer_window_tokens(
                 text, question.doc_id, question.answer_pages, corpus, counter)
     return windows

@@ -13,7 +13,7 @@ from mmlbdata.cli import COMMANDS
 from mmlbdata.cli import eval as eval_cmd
 from mmlbdata.cli import run as run_cmd
 from mmlbdata.runner.chat import to_content
-from mmlbdata.runner.smoke import write_built
+from tests.smoke import write_built
 
 
 def row(id, dataset, length, prompt, images, answers, metric, question="", **meta):
@@ -139,7 +139,7 @@ def test_text_context_replaces_the_pages():
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
     pytest.importorskip("transformers")
-    from mmlbdata.runner.tiny import build_tiny_vlm
+    from tests.tiny import build_tiny_vlm
 
     return build_tiny_vlm(tmp_path_factory.mktemp("tiny"))
 

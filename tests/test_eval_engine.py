@@ -66,7 +66,7 @@ def test_a_local_folder_is_read_with_pyarrow_as_datasets_streams_it(tmp_path):
     import datasets
 
     from mmlbdata.evaluation.evaluate import EXAMPLE_COLUMNS, load_examples
-    from mmlbdata.runner.smoke import write_built
+    from tests.smoke import write_built
 
     rows = [{"id": f"x{i}", "dataset": "vh_single", "length": 8192, "num_tokens": 10 + i, "prompt": "<image> q",
              "images": [{"bytes": b"\x89PNG fake", "path": None}], "question": f"q{i}", "answers": ["yes", "no"][: 1 + i % 2],

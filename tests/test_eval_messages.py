@@ -11,7 +11,7 @@ import pytest
 
 from mmlbdata.cli import main
 from mmlbdata.evaluation.uncertainty import bootstrap_interval, mean_stderr
-from mmlbdata.runner.smoke import write_built
+from tests.smoke import write_built
 
 CONFIG = "vh_single_8k"
 

@@ -581,7 +581,7 @@ def test_hf_trusts_remote_code_only_when_asked(monkeypatch, flag, trusted):
 
 
 def test_task_yaml_include_and_function_stay_in_the_task_folder(tmp_path):
-    from mmlbdata.exports.lmms_eval import load_task_yaml
+    from tests.lmms_eval_tasks import load_task_yaml
 
     tasks = tmp_path / "tasks"
     tasks.mkdir()

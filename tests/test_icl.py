@@ -7,8 +7,9 @@ import re
 
 import pytest
 
-from mmlb_builders.icl import CLASS_COUNTS, PROMPT_TEMPLATE, ManyShotICL, build_prompt
+from mmlb_builders.icl import CLASS_COUNTS, ManyShotICL, build_prompt
 from mmlbdata.core.report import BuildReport
+from mmlbdata.official import mmlongbench_prompts as prompts
 from mmlbdata.sources.icl import read_class_folders, read_icl_source, read_inat
 from mmlbdata.core.store import ImageStore
 
@@ -66,7 +67,7 @@ def check_row(row, counter, n_classes):
 
 
 def test_prompt_is_the_benchmarks_template():
-    assert PROMPT_TEMPLATE.startswith("You need to recognize entities in images. Use the provided mapping")
+    assert prompts.TEMPLATES["icl"].startswith("You need to recognize entities in images. Use the provided mapping")
     prompt = build_prompt([1, 0])
     assert "Only output \"label: {label}\" and nothing else.\n\nTraining examples:\n<image>\nlabel: 1\n\n" \
            "<image>\nlabel: 0\n\nNow classify this image: <image>" in prompt

@@ -13,7 +13,7 @@ from PIL import Image
 from mmlbdata.core.schema import make_example
 from mmlbdata.core.store import ImageStore
 from mmlbdata.dataset.build import completed_stats, store_config
-from mmlbdata.dataset.stats import config_stats, configs_in, shard_files
+from mmlbdata.dataset.stats import config_distribution, configs_in, shard_files
 
 
 def _images(store, count):
@@ -79,7 +79,7 @@ def test_two_configs_share_one_copy_of_each_image_and_load_both_ways(tmp_path):
             want = [[np.asarray(Image.open(refs[i].path).convert("RGB")) for i in picks] for picks in pattern]
             assert [len(r) for r in got] == [len(p) for p in pattern]
             assert all(np.array_equal(x, y) for g, w in zip(got, want) for x, y in zip(g, w))
-    assert config_stats(tmp_path / "files", "toy_8k")["images"] == 8
+    assert config_distribution(tmp_path / "files", "toy_8k").summary()["images"] == 8
 
 
 def test_rows_equal_the_embedded_layout_image_for_image(tmp_path):

@@ -81,7 +81,7 @@ def test_run_server_then_eval_with_the_official_judge(built, tmp_path, monkeypat
 
 def test_run_hf_tiny_model_feeds_the_conversation(built, tmp_path, monkeypatch):
     pytest.importorskip("transformers")
-    from mmlbdata.runner.tiny import build_tiny_vlm
+    from tests.tiny import build_tiny_vlm
 
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf"))
     model = build_tiny_vlm(tmp_path / "tiny")

@@ -409,20 +409,6 @@ def test_export_of_built_visual_haystack_round_trips(coco_mini, tmp_path, tokeni
     assert again.ok and _comparable(tmp_path / "again", "vh_single_8k") == _comparable(tmp_path / "built", "vh_single_8k")
 
 
-def test_release_templates_are_the_recipes_templates():
-    """One wording everywhere: the loader templates here equal those our recipes build with."""
-    from mmlb_builders import icl, mmniah, summ, vh, vrag
-    from mmlbdata.dataset import docpack
-
-    assert release.TEMPLATES["vh"] == vh.PROMPT_TEMPLATE and release.TEMPLATES["vrag"] == vrag.PROMPT_TEMPLATE
-    assert (release.TEMPLATES["niah"], release.TEMPLATES["niah_choice"]) == (mmniah.TEMPLATE, mmniah.CHOICE_TEMPLATE)
-    assert (release.TEMPLATES["gov"], release.TEMPLATES["lexsum"]) == \
-        (summ.GOV_REPORT_TEMPLATE, summ.MULTI_LEXSUM_TEMPLATE)
-    assert release.TEMPLATES["docqa"] == docpack.DOCQA_TEMPLATE
-    assert icl.build_prompt([0, 1]) == release.TEMPLATES["icl"].format(
-        context="<image>\nlabel: 0\n\n<image>\nlabel: 1", question="<image>")
-
-
 def test_card_reports_provenance_and_official_lengths(built_release):
     from mmlbdata.dataset.card import card_context, render_card
 
@@ -494,7 +480,8 @@ def test_lmms_eval_stderr_of_a_corpus_aggregate_is_a_seeded_bootstrap(monkeypatc
 
 
 def test_lmms_eval_task_lists_the_stderr_metric(tmp_path, built_release):
-    from mmlbdata.exports.lmms_eval import export_lmms_eval, load_task_yaml
+    from mmlbdata.exports.lmms_eval import export_lmms_eval
+    from tests.lmms_eval_tasks import load_task_yaml
 
     out, _ = built_release
     export_lmms_eval(out, tmp_path, configs=["vh_single_8k"])

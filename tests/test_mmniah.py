@@ -8,8 +8,9 @@ import re
 import pytest
 from PIL import Image
 
-from mmlb_builders.mmniah import MMNIAH, TEMPLATE, passages
+from mmlb_builders.mmniah import MMNIAH, passages
 from mmlbdata.core.report import BuildReport
+from mmlbdata.official import mmlongbench_prompts as prompts
 from mmlbdata.sources.mmniah import parse_row, read_mmniah
 from mmlbdata.core.store import ImageStore
 
@@ -179,7 +180,7 @@ def test_rows(task, modality, length, release, counter, tmp_path):
             assert row["question"].endswith("\nA. <image>\nB. <image>\nC. <image>\nD. <image>")
             assert "with the option's letter (A, B, etc.)" in row["prompt"]
         else:
-            assert row["prompt"].startswith(TEMPLATE.split("{context}")[0])
+            assert row["prompt"].startswith(prompts.TEMPLATES["niah"].split("{context}")[0])
     if length == "16k":  # a released haystack is shorter than 16k: the next ones continue it
         assert all(json.loads(r["meta"])["filled_from"] for r in rows)
     depth_rows = [json.loads(r["meta"])["depth"] for r in rows if r["id"].endswith("_d1.0")]

@@ -52,10 +52,9 @@ def test_sizes_match_renders_including_odd_and_rotated_pages(tmp_path, small_pdf
         for i in range(pdf.page_count(path)):
             for dpi in (72, 144, 97):
                 png = pdf.render_page_png(path, i, dpi)
-                assert Image.open(io.BytesIO(png)).size == pdf.page_pixel_size(path, i, dpi)
-    assert pdf.page_pixel_size(small_pdf, 0, 144) == (400, 600)
-    assert pdf.page_pixel_size(small_pdf, 1, 144) == (600, 600)  # square page
-    assert pdf.page_pixel_size(rotated, 0, 144) == (600, 400)  # rotation swaps the sides
+                assert Image.open(io.BytesIO(png)).size == pdf.page_pixel_sizes(path, dpi)[i]
+    assert pdf.page_pixel_sizes(small_pdf, 144)[:2] == [(400, 600), (600, 600)]  # the second page square
+    assert pdf.page_pixel_sizes(rotated, 144) == [(600, 400)]  # rotation swaps the sides
     assert pdf.page_pixel_sizes(small_pdf, 144, max_pages=2) == [(400, 600), (600, 600)]
 
 
@@ -67,7 +66,7 @@ def test_real_pdfs_first_and_last_page(real_data):
     assert n == 76
     for i in (0, n - 1):
         image = Image.open(io.BytesIO(pdf.render_page_png(path, i)))
-        assert image.size == pdf.page_pixel_size(path, i) == (708, 708)
+        assert image.size == pdf.page_pixel_sizes(path)[i] == (708, 708)
         assert image.mode == "RGB"
 
 
@@ -118,7 +117,7 @@ def test_page_that_cannot_render_names_the_page(tmp_path):
         "<< /Type /Catalog /Pages 2 0 R >>",
         "<< /Type /Pages /Kids [3 0 R 7 0 R] /Count 2 >>",
         "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 300] >>"]))
-    assert pdf.page_pixel_size(path, 0, 72) == (200, 300)
+    assert pdf.page_pixel_sizes(path, 72, max_pages=1) == [(200, 300)]
     with pytest.raises(PdfError) as info:
         pdf.render_page_png(path, 1)
     assert info.value.page == 1 and "page index 1" in str(info.value)
@@ -126,9 +125,9 @@ def test_page_that_cannot_render_names_the_page(tmp_path):
         pdf.page_pixel_sizes(path)
     assert info.value.page == 1
     with pytest.raises(PdfError, match="out of range"):
-        pdf.page_pixel_size(path, 5)
+        pdf.render_page_png(path, 5)
     with pytest.raises(PdfError) as info:  # raised in a worker process, same message
-        pdf.render_jobs([(path, 0), (path, 1)], 72, num_proc=2)
+        list(pdf.iter_render_jobs([(path, 0), (path, 1)], 72, num_proc=2))
     assert info.value.page == 1 and info.value.path == str(path)
 
 
@@ -139,9 +138,9 @@ def test_pdf_error_survives_pickling():
     assert (error.path, error.page, str(error)) == ("/x/a.pdf", 3, "/x/a.pdf (page index 3): boom")
 
 
-def test_render_many_parallel_equals_serial(small_pdf):
-    serial = pdf.render_many(small_pdf, [0, 1, 2], 72, num_proc=1)
-    parallel = pdf.render_many(small_pdf, [2, 0, 1], 72, num_proc=2)
+def test_render_jobs_parallel_equals_serial(small_pdf):
+    serial = list(pdf.iter_render_jobs([(small_pdf, i) for i in (0, 1, 2)], 72, num_proc=1))
+    parallel = list(pdf.iter_render_jobs([(small_pdf, i) for i in (2, 0, 1)], 72, num_proc=2))
     assert parallel == [serial[2], serial[0], serial[1]]
 
 
@@ -153,20 +152,21 @@ def test_recipe_key_is_content_addressed(tmp_path, small_pdf):
     assert key == f"pdf:{file_sha256(small_pdf)}:p3:144dpi"
 
 
-def test_render_pages_caches_in_store_once(tmp_path, small_pdf, monkeypatch):
+def test_render_page_refs_caches_in_store_once(tmp_path, small_pdf, monkeypatch):
     store = ImageStore(tmp_path / "store")
-    refs = pdf.render_pages(store, small_pdf, [1, 0, 1], dpi=72)
+    refs = pdf.render_page_refs(store, [(small_pdf, 1), (small_pdf, 0), (small_pdf, 1)], dpi=72)
     assert [(r.width, r.height) for r in refs] == [(300, 300), (200, 300), (300, 300)]
     assert refs[0] == refs[2]
     assert Path(refs[1].path).read_bytes() == pdf.render_page_png(small_pdf, 0, 72)
     # A copy of the PDF elsewhere hits the same cache: nothing is rendered again.
     copy = tmp_path / "copy.pdf"
     copy.write_bytes(small_pdf.read_bytes())
-    monkeypatch.setattr(pdf, "render_many", lambda *a, **k: pytest.fail("rendered twice"))
-    assert pdf.render_pages(store, copy, [0, 1], dpi=72) == [refs[1], refs[0]]
+    monkeypatch.setattr(pdf, "_render", lambda *a, **k: pytest.fail("rendered twice"))
+    assert pdf.render_page_refs(store, [(copy, 0), (copy, 1)], dpi=72) == [refs[1], refs[0]]
 
 
-def test_render_pages_parallel(tmp_path, small_pdf):
+def test_render_page_refs_parallel(tmp_path, small_pdf):
     store = ImageStore(tmp_path / "store")
-    refs = pdf.render_pages(store, small_pdf, [2, 1, 0], dpi=72, num_proc=2)
-    assert [Path(r.path).read_bytes() for r in refs] == pdf.render_many(small_pdf, [2, 1, 0], 72)
+    jobs = [(small_pdf, i) for i in (2, 1, 0)]
+    refs = pdf.render_page_refs(store, jobs, dpi=72, num_proc=2)
+    assert [Path(r.path).read_bytes() for r in refs] == list(pdf.iter_render_jobs(jobs, 72))

@@ -94,14 +94,6 @@ def test_answer_prefix_is_the_system_template(kind, prefix):
     assert prompts.answer_prefix(kind) == prefix
 
 
-def test_release_reader_uses_the_same_templates():
-    """The official-release reader and the recipes share one set of templates, not two copies."""
-    assert mmlb_release.TEMPLATES is prompts.TEMPLATES
-    assert (mmlb_release.PAGE, mmlb_release.PASSAGE, mmlb_release.DOC_QUESTION, mmlb_release.ICL_ITEM) == \
-        (prompts.PAGE, prompts.PASSAGE, prompts.DOC_QUESTION, prompts.ICL_ITEM)
-    assert mmlb_release.ANSWER_PREFIX is prompts.ANSWER_PREFIX
-
-
 def test_recipes_build_with_the_shared_templates():
     from mmlb_builders import icl, mmniah, summ, vh, vrag
     from mmlbdata.dataset import docpack

@@ -19,7 +19,7 @@ from mmlbdata.evaluation import docqa_judge as dj
 from mmlbdata.evaluation.judge import JudgeClient
 from mmlbdata.evaluation.metrics import get_metric
 from mmlbdata.evaluation.metrics.official import mmlb_parse_output
-from mmlbdata.runner.smoke import write_built
+from tests.smoke import write_built
 
 #: utils_prompt.py's form (@22b9f27: module comments, then triple-quoted strings with these names;
 #: the case prompts hold {question}, {reference}, {prediction}); the text is a stand-in

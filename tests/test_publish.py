@@ -31,7 +31,7 @@ from mmlbdata.cli import main
 from mmlbdata.exports import iter_rows
 from mmlbdata.dataset.hub import IMAGE_COMMIT_FILES, FolderUploader, HubUploader, push_folder
 from mmlbdata.dataset.registry import resolve
-from mmlbdata.dataset.stats import config_stats
+from mmlbdata.dataset.stats import config_distribution
 from mmlbdata.dataset.writer import read_manifest
 
 CONFIGS = ["vh_multi_8k", "vh_single_16k", "vh_single_8k"]
@@ -72,11 +72,11 @@ def test_card_yaml_loads_every_config_and_stats_match_parquet(built):
         ds = datasets.load_dataset(str(built), config, split="test")
         images = [len(r) for r in ds["images"]]
         tokens = ds["num_tokens"]
-        # independent recount through datasets, then the card's rendering of config_stats
+        # independent recount through datasets, then the card's rendering of the config's summary
         expected = {"rows": len(ds), "images": sum(images), "tokens_min": min(tokens), "tokens_max": max(tokens),
                     "tokens_mean": sum(tokens) / len(ds), "images_per_row": sum(images) / len(ds),
                     "fill_ratio": sum(t / n for t, n in zip(tokens, ds["length"])) / len(ds), "bytes": 0}
-        stats = config_stats(built, config)
+        stats = config_distribution(built, config).summary()
         assert {k: stats[k] for k in expected if k != "bytes"} == pytest.approx(
             {k: v for k, v in expected.items() if k != "bytes"})
         shown = format_stats(stats)
@@ -129,7 +129,7 @@ def _datasets_card_update(remote_dir: Path, config: str, folder: Path) -> dict:
 
     from mmlbdata.dataset.card import config_features
 
-    stats = config_stats(folder, config)
+    stats = config_distribution(folder, config).summary()
     card, _ = _get_updated_dataset_card(
         DirFileSystem(str(remote_dir), LocalFileSystem()), config,
         [SplitInfo(name="test", num_bytes=stats["bytes"], num_examples=stats["rows"])],
@@ -248,7 +248,7 @@ def test_hub_uploader_builds_the_commit_without_a_token(tmp_path):
 # -- 3. exports -----------------------------------------------------------------------------------
 def test_lmms_eval_task_loads_and_gives_images_in_prompt_order(built, tmp_path, monkeypatch):
     from mmlbdata.exports import lmms_eval_hooks
-    from mmlbdata.exports.lmms_eval import load_task_yaml
+    from tests.lmms_eval_tasks import load_task_yaml
 
     assert main(["export", str(built), "--format", "lmms-eval", "--out", str(tmp_path)]) == 0
     task_dir = tmp_path / "mmlb_vh"
@@ -287,16 +287,15 @@ def test_lmms_eval_task_loads_and_gives_images_in_prompt_order(built, tmp_path, 
         def aggregate(self, results, examples):
             return {"score": sum(r.score for r in results) / len(results)}
 
-    monkeypatch.setattr(registry, "get_metric", lambda name: Exact() if name == "binary_acc" else None, raising=False)
+    monkeypatch.setattr(registry, "get_metric", lambda name, **options: Exact() if name == "binary_acc" else None)
     good = task["process_results"](doc, [doc["answers"][0]])
     bad = task["process_results"](doc, ["Maybe"])
     assert good["mmlb_score"]["score"] == 1.0 and bad["mmlb_score"]["score"] == 0.0
     assert "images" not in good["mmlb_score"]["example"]
     assert task["metric_list"][0]["aggregation"]([good["mmlb_score"], bad["mmlb_score"]]) == 0.5
-    monkeypatch.delattr(registry, "get_metric")
-    monkeypatch.delattr(registry, "get", raising=False)
-    with pytest.raises(lmms_eval_hooks.MetricUnavailableError, match="no metric registry"):
-        task["process_results"](doc, ["Yes"])
+    monkeypatch.undo()
+    with pytest.raises(lmms_eval_hooks.MetricUnavailableError, match="not in mmlbdata's registry"):
+        task["process_results"]({**doc, "metric": "no_such_metric"}, ["Yes"])
 
 
 def test_vlmevalkit_launcher_says_what_is_wrong(tmp_path, capsys):
@@ -428,7 +427,7 @@ def test_mmlongbench_layout_of_document_pages(tmp_path):
     """Document-QA rows: page_list files named <doc_id>/page<N>, as the release's loader parses;
     the bare question (the loader adds "Based on Document ..."), the release's answer_format names."""
     from mmlbdata.core.schema import make_example
-    from mmlbdata.sources.mmlb_release import DOC_QUESTION, TEMPLATES
+    from mmlbdata.official.mmlongbench_prompts import DOC_QUESTION, TEMPLATES
     from mmlbdata.core.store import ImageStore
     from mmlbdata.dataset.build import store_config
 

@@ -62,7 +62,7 @@ def test_ray_run_sends_memlens_rows_as_the_single_process_runner(tmp_path, real_
 
     from mmlbdata.cli import run as run_cmd
     from mmlbdata.dataset.build import build_configs
-    from mmlbdata.runner.tiny import build_tiny_vlm
+    from tests.tiny import build_tiny_vlm
 
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf"))
     root = fixture.write_release(tmp_path / "release", real_data, num_images=4)

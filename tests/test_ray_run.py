@@ -17,7 +17,7 @@ pytest.importorskip("transformers")
 
 from mmlbdata.cli import run as run_cmd  # noqa: E402
 from mmlbdata.runner.backends import BackendOptions  # noqa: E402
-from mmlbdata.runner.smoke import write_built  # noqa: E402
+from tests.smoke import write_built  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -42,7 +42,7 @@ def built(tmp_path_factory, coco_mini):
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
-    from mmlbdata.runner.tiny import build_tiny_vlm
+    from tests.tiny import build_tiny_vlm
 
     return build_tiny_vlm(tmp_path_factory.mktemp("tiny"))
 

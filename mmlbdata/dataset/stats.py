@@ -46,11 +46,6 @@ def image_paths(metadata_file: Path) -> list[str]:
     return sorted(set(pc.list_flatten(column).to_pylist()))
 
 
-def config_stats(folder: Path, config: str) -> dict:
-    """Rows, images per row, token length min/mean/max, mean fill ratio (tokens / length)."""
-    return config_distribution(folder, config).summary()
-
-
 @dataclass
 class Distribution:
     """Per-row values of one config (no image bytes): what statistics and plots are made of."""
@@ -65,6 +60,7 @@ class Distribution:
     image_files: Optional[dict[str, int]] = None  # files layout: its distinct image paths -> bytes (None: embedded)
 
     def summary(self) -> dict:
+        """Rows, images per row, token length min/mean/max, mean fill ratio (tokens / length)."""
         rows = len(self.num_tokens)
         images = sum(self.images)
         tokens = pa.array(self.num_tokens, pa.int64())

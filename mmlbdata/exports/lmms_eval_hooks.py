@@ -22,13 +22,12 @@ In parity mode an example the official API runners leave out (empty parsed outpu
 """
 from __future__ import annotations
 
-import importlib
 import math
-import os
 import random
 from types import SimpleNamespace
 from typing import Any, Optional
 
+from mmlbdata.evaluation.uncertainty import mean_stderr, sample_stddev
 from mmlbdata.exports import harness_options, split_prompt
 
 TEXT_FIELDS = ("id", "dataset", "length", "num_tokens", "prompt", "question", "answers", "metric", "meta")
@@ -39,7 +38,7 @@ _OFFICIAL: dict = {}
 
 
 class MetricUnavailableError(RuntimeError):
-    """The installed mmlbdata has no evaluator registry (or not this metric)."""
+    """A row names a metric the evaluator's registry does not have."""
 
 
 # lmms-eval passes no options to hooks: mmlb eval's flags come from the environment
@@ -47,29 +46,20 @@ parity, protocol = harness_options.parity, harness_options.protocol
 
 
 def get_metric(name: str, scope: tuple = ()) -> Any:
-    """``mmlbdata.evaluation.metrics``' registry entry for ``name`` (``get_metric`` or ``get``),
-    at the parity ``$MMLB_PARITY`` asks for. Official instances are kept per ``scope`` (a doc's
-    dataset and length: the file the official code loads at a time)."""
+    """``mmlbdata.evaluation.metrics``' registry entry for ``name``, at the parity and protocol
+    ``$MMLB_PARITY`` and ``$MMLB_PROTOCOL`` ask for. Official instances are kept per ``scope`` (a
+    doc's dataset and length: the file the official code loads at a time)."""
+    from mmlbdata.evaluation import metrics  # the families' scorers, imported when a doc is scored
+
     try:
-        module = importlib.import_module("mmlbdata.evaluation.metrics")
-    except ImportError as err:  # pragma: no cover - the package always ships the subpackage
-        raise MetricUnavailableError(f"cannot import mmlbdata.evaluation.metrics: {err}") from err
-    lookup = getattr(module, "get_metric", None) or getattr(module, "get", None)
-    if not callable(lookup):
-        raise MetricUnavailableError(
-            f"metric {name!r}: this mmlbdata has no metric registry (mmlbdata.evaluation.metrics.get_metric); "
-            "install a version with the evaluator to score lmms-eval runs")
-    try:
-        # the protocol is passed only when asked for: a registry without it still serves the default
-        chosen = {"protocol": protocol()} if os.environ.get("MMLB_PROTOCOL", "").strip() else {}
-        chosen.update(harness_options.judge_options().get(name, {}))
+        options = {"protocol": protocol(), **harness_options.judge_options().get(name, {})}
         if parity() == "default":
-            return lookup(name, **chosen)
+            return metrics.get_metric(name, **options)
         # one instance per metric and loaded file: official binary_acc's default answer cycles
         # over the docs in order and data.py restarts it for each file it loads
         key = (name, parity(), protocol(), *scope)
         if key not in _OFFICIAL:
-            _OFFICIAL[key] = lookup(name, parity=parity(), **chosen)
+            _OFFICIAL[key] = metrics.get_metric(name, parity=parity(), **options)
         return _OFFICIAL[key]
     except KeyError as err:
         raise MetricUnavailableError(f"metric {name!r} is not in mmlbdata's registry: {err}") from err
@@ -161,17 +151,10 @@ def aggregate(items: list[dict]) -> float:
     return sum(i["score"] for i in counted) / len(counted) if counted else 0.0
 
 
-def _sample_stddev(values: list[float]) -> float:
-    mean = sum(values) / len(values)
-    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
-
-
 def _analytic(scores: list[float]) -> float:
-    """lmms-eval's ``mean_stderr``: sample standard deviation / sqrt(n); 0 for one score, NaN for
-    none (a task whose rows were all unscorable has no score and no error either)."""
-    if not scores:
-        return math.nan
-    return _sample_stddev(scores) / math.sqrt(len(scores)) if len(scores) >= 2 else 0.0
+    """lmms-eval's ``mean_stderr`` (``mmlb eval``'s too): sample standard deviation / sqrt(n); 0 for
+    one score, NaN for none (a task whose rows were all unscorable has no score and no error either)."""
+    return mean_stderr(scores) if scores else math.nan
 
 
 def aggregate_stderr(items: list[dict]) -> float:
@@ -191,4 +174,4 @@ def aggregate_stderr(items: list[dict]) -> float:
 
     rng = random.Random(stable_seed("lmms-eval stderr", len(items)))
     boots = [_metric_aggregate(metric, rng.choices(items, k=len(items))) for _ in range(BOOTSTRAP_ITERS)]
-    return _sample_stddev(boots)
+    return sample_stddev(boots)

@@ -35,6 +35,7 @@ from mmlbdata.core.paths import resolve_inside
 from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
 from mmlbdata.dataset.writer import read_manifest
 from mmlbdata.exports import content_name, image_extension, iter_rows, selected_configs, write_image
+from mmlbdata.official import mmlongbench_prompts as prompts
 from mmlbdata.official import names
 from mmlbdata.sources import mmlb_release as release
 from mmlbdata.sources.docqa import LONG_FORMAT, list_answer_text
@@ -80,8 +81,8 @@ def _vh_record(row: dict, images: list[str], context: str, question: str) -> dic
 
 def _vrag_record(row: dict, images: list[str], context: str, question: str) -> dict:
     passages = []
-    for item in context.split("\n\n" + release.PASSAGE.split("{")[0]):
-        item = item[len(release.PASSAGE.split("{")[0]):] if not passages else item
+    for item in context.split("\n\n" + prompts.PASSAGE.split("{")[0]):
+        item = item[len(prompts.PASSAGE.split("{")[0]):] if not passages else item
         title, _, text = item.partition("): ")
         passages.append({"title": title, "text": text})
     return {"question": question[len(IMAGE_PLACEHOLDER):], "answer": list(row["answers"]),
@@ -138,7 +139,7 @@ def release_list_text(answer: str) -> str:
 def _docqa_record(row: dict, images: list[str], context: str, question: str) -> dict:
     meta = _meta(row)
     doc_name = str(meta.get("doc_id") or meta.get("doc_name") or "")
-    prefix = release.DOC_QUESTION.format(doc_id=doc_name)
+    prefix = prompts.DOC_QUESTION.format(doc_id=doc_name)
     bare = question[len(prefix):] if question.startswith(prefix) else question
     answer_format = LONG_FORMAT.get(str(meta.get("answer_format")), "String")
     answer = row["answers"][0] if row["answers"] else ""

@@ -48,7 +48,7 @@ class PdfDocument:
         return self._sizes
 
     def images(self, store, page_indices: Sequence[int], num_proc: int = 1) -> list:
-        return pdf.render_pages(store, self.path, page_indices, self.dpi, num_proc)
+        return pdf.render_page_refs(store, [(self.path, i) for i in page_indices], self.dpi, num_proc)
 
 
 @dataclass

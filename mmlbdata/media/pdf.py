@@ -17,7 +17,7 @@ import atexit
 import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from mmlbdata.core.parallel import map_units, units_on_ray
 
@@ -114,12 +114,6 @@ def _pixel_size(page, dpi: int) -> tuple[int, int]:
     return irect.width, irect.height
 
 
-def page_pixel_size(path: str | os.PathLike, page_index: int, dpi: int = DEFAULT_DPI) -> tuple[int, int]:
-    """(width, height) in pixels of a page rendered at ``dpi``, from the page rect (no render)."""
-    with open_pdf(path) as doc:
-        return _pixel_size(_load_page(doc, path, page_index), dpi)
-
-
 def page_pixel_sizes(path: str | os.PathLike, dpi: int = DEFAULT_DPI,
                      max_pages: int | None = None) -> list[tuple[int, int]]:
     """Pixel sizes of the first ``max_pages`` pages (all when None), opening the file once.
@@ -200,15 +194,10 @@ def _pool(num_proc: int) -> ProcessPoolExecutor:
     return pool
 
 
-def render_jobs(jobs: Sequence[tuple[str | os.PathLike, int]], dpi: int = DEFAULT_DPI,
-                num_proc: int = 1) -> list[bytes]:
-    """PNG bytes of ``(pdf path, page index)`` jobs, in order, over ``num_proc`` processes."""
-    return list(iter_render_jobs(jobs, dpi, num_proc))
-
-
 def iter_render_jobs(jobs: Sequence[tuple[str | os.PathLike, int]], dpi: int = DEFAULT_DPI,
                      num_proc: int = 1) -> Iterator[bytes]:
-    """PNG bytes of the jobs, yielded in job order as they are rendered (memory: a few pages).
+    """PNG bytes of ``(pdf path, page index)`` jobs over ``num_proc`` processes, yielded in job
+    order as they are rendered (memory: a few pages).
 
     In parallel, jobs are handed out sorted by file so that each worker keeps a document open
     across its pages; callers that want that locality pass jobs already sorted. A broken page
@@ -231,27 +220,16 @@ def iter_render_jobs(jobs: Sequence[tuple[str | os.PathLike, int]], dpi: int = D
                          pool=lambda: _pool(num_proc))
 
 
-def render_many(path: str | os.PathLike, page_indices: Sequence[int], dpi: int = DEFAULT_DPI,
-                num_proc: int = 1) -> list[bytes]:
-    """PNG bytes of several pages of one PDF, in order, over ``num_proc`` processes."""
-    return render_jobs([(path, i) for i in page_indices], dpi, num_proc)
-
-
-def render_pages(store, path: str | os.PathLike, page_indices: Iterable[int],
-                 dpi: int = DEFAULT_DPI, num_proc: int = 1) -> list:
-    """ImageRefs of the given pages, rendered lazily and once, through ``store.cached``.
+def render_page_refs(store, pages: Sequence[tuple[str | os.PathLike, int]],
+                     dpi: int = DEFAULT_DPI, num_proc: int = 1) -> list:
+    """ImageRefs of ``(pdf path, page index)`` pages, of one PDF or several, rendered lazily and
+    once, through ``store.cached``.
 
     The recipe key is ``pdf:<content sha256>:p<page>:<dpi>dpi``, so a page shared by many examples
     (padding documents, several questions on one PDF) is rendered a single time per store, whatever
-    path the PDF has. Pages the store lacks are rendered together (in parallel when
-    ``num_proc > 1``) and then handed to the store; pages it has cost a key lookup.
+    path the PDF has. Pages the store lacks are rendered together, in one batch (in parallel when
+    ``num_proc > 1``), and then handed to the store; pages it has cost a key lookup.
     """
-    return render_page_refs(store, [(path, i) for i in page_indices], dpi, num_proc)
-
-
-def render_page_refs(store, pages: Sequence[tuple[str | os.PathLike, int]],
-                     dpi: int = DEFAULT_DPI, num_proc: int = 1) -> list:
-    """:func:`render_pages` for pages of several PDFs at once (one parallel batch for all)."""
     keys = {(str(path), i): recipe_key(pdf_sha256(path), i, dpi) for path, i in pages}
     refs = {job: store.lookup(key) for job, key in keys.items()}
     missing = sorted(job for job, ref in refs.items() if ref is None)

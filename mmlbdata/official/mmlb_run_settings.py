@@ -17,8 +17,6 @@ from typing import Optional
 from mmlbdata.core.lengths import length_tokens, parse_config_name
 from mmlbdata.official.names import DATASETS
 
-COMMIT = "22b9f27d311b60b37a94607b7dde92becc6fc2bb"
-
 #: configs/<file>: (its datasets as the yaml spells them, generation_max_length, max_test_samples)
 CONFIG_FILES = {
     "vrag_all.yaml": (("infoseek", "viquae"), 128, 100),
@@ -52,13 +50,10 @@ class DatasetSettings:
     image_resize: Optional[float] = None
 
 
-def _by_key() -> dict[str, tuple[str, str, int, int]]:
-    ours = {d.yaml_name: d.name for d in DATASETS}  # the ablation sets (text_doc, triviaqa): one name
-    return {ours.get(dataset, dataset): (dataset, file, generation, samples)
-            for file, (datasets, generation, samples) in CONFIG_FILES.items() for dataset in datasets}
-
-
-_TABLE = _by_key()
+_OURS = {d.yaml_name: d.name for d in DATASETS}  # the ablation sets (text_doc, triviaqa): one name
+#: our dataset name -> (the yaml's name, config file, generation_max_length, max_test_samples)
+_TABLE = {_OURS.get(dataset, dataset): (dataset, file, generation, samples)
+          for file, (datasets, generation, samples) in CONFIG_FILES.items() for dataset in datasets}
 
 
 def settings_for(config: str) -> Optional[DatasetSettings]:

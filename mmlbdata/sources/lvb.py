@@ -25,7 +25,6 @@ __all__ = ["LAYOUT", "ANNOTATION_FILES", "LVBRow", "LVBRecordError", "parse_row"
 LAYOUT = ("lvb_val.json, lvb_test_wo_gt.json, videos/<video_path>, "
           "subtitles/<subtitle_path> (the untarred Hugging Face release)")
 ANNOTATION_FILES = {"val": "lvb_val.json", "test": "lvb_test_wo_gt.json"}
-LEVELS = ("L1-Perception", "L2-Relation")
 MAX_CANDIDATES = 5  # letters A-E
 
 

@@ -39,19 +39,6 @@ from mmlbdata.core.tokens import IMAGE_PLACEHOLDER
 from mmlbdata.official import mmlongbench_prompts as prompts
 from mmlbdata.official import names
 from mmlbdata.official import protocol as protocols
-
-# the templates, re-exported: readers of the release (exports/mmlongbench.py) name them from here
-from mmlbdata.official.mmlongbench_prompts import (  # noqa: F401
-    ANSWER_LINE,
-    ANSWER_PREFIX,
-    DOC_QUESTION,
-    ICL_ITEM,
-    PAGE,
-    PASSAGE,
-    TEMPLATE_OF,
-    TEMPLATES,
-    TEXT_PAGE,
-)
 from mmlbdata.sources.docqa import list_answer_text
 from mmlbdata.sources.lineschema import Problem, problem
 from mmlbdata.sources.mmlb_release_lines import ICL_DOMAIN, ICL_TEST, LINE_SCHEMAS

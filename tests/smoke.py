@@ -4,7 +4,7 @@ Builds nothing heavy: a LLaVA-style model from a config (no download), a few doz
 with generated images written as a built-dataset folder, then the real ``mmlb run`` code path
 (HF backend, batching, prefill, image limit) and ``mmlb eval``; prints throughput.
 
-    python -m mmlbdata.runner.smoke --device cuda --examples 64 --images 16 --batch-size 8
+    python -m tests.smoke --device cuda --examples 64 --images 16 --batch-size 8
 """
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     from mmlbdata.evaluation.evaluate import evaluate
     from mmlbdata.runner.core import run
     from mmlbdata.runner.hf import HFBackend
-    from mmlbdata.runner.tiny import build_tiny_vlm
+    from tests.tiny import build_tiny_vlm
 
     work = Path(args.workdir or tempfile.mkdtemp(prefix="mmlb_smoke_"))
     t0 = time.perf_counter()
