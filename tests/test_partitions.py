@@ -10,6 +10,7 @@ from test_layout import _images, _rows
 from mmlbdata.core.store import ImageStore, file_sha256
 from mmlbdata.dataset.build import completed_stats, store_config
 from mmlbdata.dataset.stats import image_paths
+from mmlbdata.dataset.writer import IMAGE_FOLDER_HINT
 
 # toy_8k and toy_32k share images 0 and 2; toy_32k adds 4; other_8k (another dataset of the family)
 # shares image 3 with toy_8k and adds 5, 6
@@ -50,8 +51,9 @@ def test_each_config_names_exactly_the_images_its_rows_use(tmp_path):
     for entry in front["configs"]:
         config = entry["config_name"]
         patterns = entry["data_files"][0]["path"]
-        assert all(pattern.endswith("/**") for pattern in patterns[1:])
-        named = {p.relative_to(out).as_posix() for pattern in patterns[1:]
+        assert patterns[1:3] == list(IMAGE_FOLDER_HINT)  # the image builder's two PNGs, in no row
+        assert all(pattern.endswith("/**") for pattern in patterns[3:])
+        named = {p.relative_to(out).as_posix() for pattern in patterns[3:]
                  for p in (out / pattern[:-3]).rglob("*") if p.is_file()}
         assert named == set(image_paths(out / f"{config}.metadata.parquet")), config
         assert len(named) == len({i for row in PATTERNS[config] for i in row})

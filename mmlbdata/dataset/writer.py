@@ -4,13 +4,16 @@ Two layouts; ``files`` is the default (ARCHITECTURE.md has the figures that chos
 
     README.md                          YAML front matter: configs (data_files) + dataset_info
     <config>.metadata.parquet          files: one row per example, images as relative paths
+    imagefolder-hint/1.png, 2.png      files: two 1-pixel PNGs every config's data files name, so
+                                       that datasets reads the folder with its image builder
     images/<group>/<users>/ab/<sha256>.<ext>   files: each distinct image once per folder, in the
                                        partition of the configs that use it (partitions.py)
     data/<config>/test-00000-of-00002.parquet   embedded: images inside the rows
     manifests/<config>.json            what was built, from what, with which statistics and skips
 
 **files** (:class:`FilesConfigWriter`): the config's README entry names
-``data_files: [<config>.metadata.parquet, images/<group>/<users>/** for each partition it uses]`` and
+``data_files: [<config>.metadata.parquet, imagefolder-hint/1.png, imagefolder-hint/2.png,
+images/<group>/<users>/** for each partition it uses]`` and
 ``metadata_filenames: [<config>.metadata.parquet]``, so ``datasets``' folder-based builder
 (imagefolder) reads the metadata rows and turns the ``images_file_names`` column into the
 ``images`` list of ``Image()``, decoded on access, in memory and streaming. An image used by six
@@ -47,7 +50,6 @@ import logging
 import os
 import shutil
 import time
-from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
@@ -69,8 +71,6 @@ from mmlbdata.dataset.partitions import (
     family_lock_path,
     find_image,
     image_key,
-    metadata_image_names,
-    partition_dirs,
     relayout_images,
     relayout_pending_path,
 )
@@ -101,6 +101,36 @@ DEFAULT_SHARD_BYTES = 1 << 30
 # built). Dictionary-encode a shard's image bytes when its first row group's distinct bytes are at
 # most this share of its decoded bytes (otherwise the dictionary only costs readers memory).
 DEDUP_PAYS_BELOW = 0.8
+
+
+# `datasets` picks ONE builder for a whole folder (or Hub repository) from the data files of the
+# first config in its README (load.py, LocalDatasetModuleFactory / HubDatasetModuleFactory.get_module:
+# `next(iter(metadata_configs.values()))["data_files"]`): infer_module_for_data_files_list counts the
+# files' extensions, every suffix of a name (`<config>.metadata.parquet` counts `.metadata` and
+# `.parquet`; only `metadata.csv/jsonl/parquet` are known metadata, sorted last) and a draw goes to
+# `.parquet`. A text-only config (its metadata alone) or a one-image config listed first made every
+# config of the folder read as plain parquet (CastError: `images_file_names` vs `images`). Every
+# files-layout config therefore names these two 1-pixel PNGs after its metadata: `.png` counts 2
+# against `.parquet`'s 1 whatever the config holds and wherever it is listed, in datasets 4.0 and
+# 5.2 (ARCHITECTURE.md, "Dataset layout"). The image builder downloads them with a config's files
+# (134 bytes) and yields rows from the metadata only, so they are in no row.
+IMAGE_FOLDER_HINT = ("imagefolder-hint/1.png", "imagefolder-hint/2.png")
+HINT_PNG = (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x00\x00\x00\x00:~\x9bU"
+            b"\x00\x00\x00\nIDATx\x9cc\xf8\x0f\x00\x01\x01\x01\x00\xb18\xf6\x14\x00\x00\x00\x00IEND\xaeB`\x82")
+
+
+def write_image_folder_hint(out_dir: os.PathLike) -> None:
+    """Put :data:`IMAGE_FOLDER_HINT` in ``out_dir`` (atomically; parallel builds write the same bytes)."""
+    for relative in IMAGE_FOLDER_HINT:
+        path = Path(out_dir) / relative
+        try:
+            if path.read_bytes() == HINT_PNG:
+                continue
+        except OSError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(HINT_PNG)
+        os.replace(tmp, path)
 
 
 LAYOUTS = ("files", "embedded")
@@ -535,6 +565,7 @@ class FilesConfigWriter:
         self._writer.close()
         with locks.hold(family_lock_path(self.out_dir, self.image_group)):
             self.stats.images_written = self._place_staged()  # images first: a listed config never lacks one
+            write_image_folder_hint(self.out_dir)
             os.replace(self.partial, self.final)
             # each image to the partition of the first config (shortest first) using it
             mark = relayout_pending_path(self.out_dir, self.image_group)  # until the build refreshes manifests
@@ -544,16 +575,6 @@ class FilesConfigWriter:
             self.stats.relayout = {"relaid": self.relaid, "token": token, "check_all": left}
             self.stats.image_dirs = folders.get(self.config, [])
         shutil.rmtree(self.staging, ignore_errors=True)
-        if not self._placed:
-            logger.warning("%s: no row has an image, so its data files are its metadata alone; it loads beside "
-                           "image configs (the README lists those first), but a folder holding no image config "
-                           "loads as plain parquet (an images_file_names column): build text-only configs "
-                           "with image configs, or into a folder of their own with --layout embedded", self.config)
-        elif not self._reads_as_image_folder():
-            logger.warning("%s: its image partitions hold fewer than two images of one kind; datasets infers "
-                           "one builder for a whole folder from its first config's files, a draw going to parquet, so a folder "
-                           "whose first config this is will not load as an image folder until the family has "
-                           "more images (or build it with --layout embedded)", self.config)
         # the metadata's paths name the images' hashes, so its digest covers them too
         self.stats.fingerprint = file_digest(self.final, "sha256")
         self.stats.metadata_bytes = self.final.stat().st_size
@@ -579,21 +600,6 @@ class FilesConfigWriter:
             os.replace(staged, target)
             added += 1
         return added
-
-    def _reads_as_image_folder(self) -> bool:
-        """Whether ``datasets`` can infer the image folder builder from this config's files. It
-        infers one builder for a whole folder, from its first config's data files: the most
-        frequent extension, a draw going to ``.parquet``, and ``<config>.metadata.parquet`` counts
-        as parquet (only ``metadata.*`` are known metadata). So the partitions this config's data
-        files name must hold two images of one extension."""
-        counts: Counter = Counter()
-        for partition in partition_dirs(metadata_image_names(self.final)):
-            for path in (self.out_dir / partition).rglob("*"):
-                if path.is_file() and not path.name.startswith("."):
-                    counts[path.suffix] += 1
-                    if counts[path.suffix] >= 2:
-                        return True
-        return False
 
 
 def metadata_schema(features: Features, image_columns: list[str]) -> pa.Schema:

@@ -151,6 +151,8 @@ def _entry(entries, config: str):
 
 
 def _is_files_entry(entry: dict, name: str) -> bool:
+    from mmlbdata.dataset.writer import IMAGE_FOLDER_HINT
+
     if set(entry) - {"config_name", "data_files", "metadata_filenames", "decode_num_threads"}:
         return False
     files = entry.get("data_files")
@@ -158,7 +160,7 @@ def _is_files_entry(entry: dict, name: str) -> bool:
         return False
     paths = files[0].get("path") if isinstance(files[0], dict) and files[0].get("split") == "test" else None
     return isinstance(paths, list) and paths[:1] == [name] and all(
-        isinstance(p, str) and p.endswith("/**") for p in paths[1:])
+        isinstance(p, str) and (p.endswith("/**") or p in IMAGE_FOLDER_HINT) for p in paths[1:])
 
 
 def _image_columns(features) -> Optional[dict[str, bool]]:
