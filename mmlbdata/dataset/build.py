@@ -34,11 +34,7 @@ from mmlbdata.core.report import BuildReport, source_label
 from mmlbdata.core.schema import FEATURES
 from mmlbdata.core.store import ImageStore
 from mmlbdata.dataset.demo import is_demo
-from mmlbdata.dataset.partitions import (
-    family_lock_path,
-    image_group_of,
-    relayout_pending_path,
-)
+from mmlbdata.dataset.partitions import config_lock_path, image_group_of
 from mmlbdata.dataset.registry import UnknownConfigError, all_configs, resolve
 from mmlbdata.dataset.stats import image_paths, shard_files
 from mmlbdata.dataset.writer import (
@@ -175,10 +171,6 @@ def describe_failure(config: str, out_dir: os.PathLike, err: BaseException) -> s
     return f"{type(err).__name__}: {err}"
 
 
-def config_lock_path(out_dir: os.PathLike, config: str) -> Path:
-    return Path(out_dir) / f".mmlb-{config}.lock"
-
-
 def store_config(out_dir: os.PathLike, config: str, rows: Iterable[dict], features: Features = FEATURES, *,
                  manifest: Optional[Mapping[str, Any]] = None,
                  after_rows: Optional[Callable[[], Mapping[str, Any]]] = None,
@@ -188,39 +180,46 @@ def store_config(out_dir: os.PathLike, config: str, rows: Iterable[dict], featur
     The manifest is ``manifest`` plus what ``after_rows()`` returns, called once the last row is
     written: what is known only then (the build report's skipped records, the release file a
     builder read) is recorded as it really was. If anything fails, the config's partial shards
-    are gone and a folder this call created is not left behind empty.
+    are gone and a folder this call created is not left behind empty. In the files layout the
+    manifest and README steps run under the family's lock, around the moment the metadata is
+    put in place (writer.FilesConfigWriter.close), so no other build re-partitions in between.
     """
     out_dir = Path(out_dir)
     created = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
     # the files layout shares one image tree per family: every length of it stores an image once
     writer_options.setdefault("image_group", image_group_of((manifest or {}).get("family")))
+    from mmlbdata.dataset.card import sync_readme, update_readme
+
+    def record(stats: ConfigStats) -> None:
+        # facts of this run (wall-clock time; image files this build added, which depends on what
+        # the folder held before, e.g. on the order configs sharing images were built) stay out
+        # of the manifest so that rebuilds give byte-identical manifests
+        content = {**(manifest or {}), **(after_rows() if after_rows else {}),
+                   "stats": {k: v for k, v in stats.to_dict().items() if k not in RUN_ONLY_STATS}}
+        write_manifest(out_dir, config, content)
+
+    def before_place(stats: ConfigStats) -> None:
+        record(stats)
+        if metadata_path(out_dir, config).is_file():  # a rebuild: the entry must fit both builds meanwhile
+            update_readme(out_dir, config, features, stats, written=True, sizes=False)
+
+    def after_place(stats: ConfigStats) -> None:
+        refreshed = refresh_relaid_manifests(out_dir, stats.relayout)
+        update_readme(out_dir, config, features, stats, written=True)
+        if (stats.relayout or {}).get("check_all"):  # after a failed build: its entries may lag its manifests
+            refreshed = sorted(set(built_configs(out_dir)["files"]) - {config})
+        if refreshed:  # entries as the folder has them now
+            sync_readme(out_dir, refreshed)
+
     try:
         with locks.hold(config_lock_path(out_dir, config), what=f"another build of {config} into {out_dir}"):
-            stats = write_config(out_dir, config, rows, features, **writer_options)
-            # facts of this run (wall-clock time; image files this build added, which depends on what
-            # the folder held before, e.g. on the order configs sharing images were built) stay out
-            # of the manifest so that rebuilds give byte-identical manifests
-            content = {**(manifest or {}), **(after_rows() if after_rows else {}),
-                       "stats": {k: v for k, v in stats.to_dict().items() if k not in RUN_ONLY_STATS}}
-            write_manifest(out_dir, config, content)
-            from mmlbdata.dataset.card import sync_readme, update_readme
-
             if (writer_options.get("layout") or DEFAULT_LAYOUT) == "files":
-                def entries(relaid: list[str]) -> None:
-                    # under the family's lock. A parallel build that re-partitioned this config after
-                    # it was written has refreshed its manifest: the writer's partitions and sizes
-                    # are then stale, and the entry is read from the folder as it is now
-                    now = ((read_manifest(out_dir, config) or {}).get("stats") or {}).get("fingerprint")
-                    moved = config in relaid or now != stats.fingerprint
-                    if not moved:
-                        update_readme(out_dir, config, features, stats, written=True)
-                    if relaid or moved:  # entries as the folder has them now
-                        sync_readme(out_dir, sorted(set(relaid) | ({config} if moved else set())))
-
-                refresh_relaid_manifests(out_dir, writer_options["image_group"], stats.relayout, entries)
-            else:
-                update_readme(out_dir, config, features, stats, written=True)
+                return write_config(out_dir, config, rows, features, before_place=before_place,
+                                    after_place=after_place, **writer_options)
+            stats = write_config(out_dir, config, rows, features, **writer_options)
+            record(stats)
+            update_readme(out_dir, config, features, stats, written=True)
         return stats
     except BaseException:
         if created:
@@ -231,38 +230,28 @@ def store_config(out_dir: os.PathLike, config: str, rows: Iterable[dict], featur
 RUN_ONLY_STATS = ("seconds", "images_written", "image_dirs", "relayout")
 
 
-def refresh_relaid_manifests(out_dir: Path, group: str, relayout: Optional[dict],
-                             readme: Optional[Callable[[list[str]], None]] = None) -> list[str]:
-    """Configs whose metadata a build's re-partitioning rewrote (their images moved to an earlier
-    config's partition) after their manifest was written: their manifests get the new metadata's
-    fingerprint and size, so push uploads them and resume keeps them; returned for their README
-    entries. ``relayout`` (the writer's ``stats.relayout``): the configs it rewrote are checked;
-    every built config is when another build's mark was found (one killed before this refresh, or
-    running beside this one), so the next build repairs a folder. The mark goes once the build that
-    wrote it last has refreshed. ``readme(refreshed)``: the README entries, written before the
-    family's lock is released (a parallel build's re-partitioning would otherwise move images
-    between an entry's partitions being read and the entry being written)."""
+def refresh_relaid_manifests(out_dir: Path, relayout: Optional[dict]) -> list[str]:
+    """Configs whose metadata a build's re-partitioning rewrote (their images have new paths)
+    after their manifest was written: their manifests get the new metadata's fingerprint and
+    size, so push uploads them and resume keeps them; returned for their README entries.
+    ``relayout`` (the writer's ``stats.relayout``): the configs it rewrote are checked; every
+    built config is when it found the journal of a re-partitioning that a killed or failed build
+    left, so the next build repairs a folder. The caller holds the family's lock."""
+    relayout = relayout or {"relaid": [], "check_all": True}
+    names = sorted(built_configs(out_dir)["files"]) if relayout["check_all"] else sorted(relayout["relaid"])
     refreshed = []
-    with locks.hold(family_lock_path(out_dir, group)):
-        relayout = relayout or {"relaid": [], "token": None, "check_all": True}
-        names = sorted(built_configs(out_dir)["files"]) if relayout["check_all"] else sorted(relayout["relaid"])
-        for name in names:
-            manifest = read_manifest(out_dir, name)
-            path = metadata_path(out_dir, name)
-            stats = (manifest or {}).get("stats") or {}
-            digest = file_digest(path, "sha256") if manifest and path.is_file() else None
-            if digest is None or stats.get("fingerprint") == digest:
-                continue
-            size = path.stat().st_size
-            stats.update(fingerprint=digest, metadata_bytes=size,
-                         num_bytes=stats.get("num_bytes", 0) - stats.get("metadata_bytes", 0) + size)
-            write_manifest(out_dir, name, {**manifest, "stats": stats})
-            refreshed.append(name)
-        mark = relayout_pending_path(out_dir, group)
-        if mark.exists() and mark.read_text() in (relayout["token"], ""):  # a later build's mark stays
-            mark.unlink()
-        if readme is not None:
-            readme(refreshed)
+    for name in names:
+        manifest = read_manifest(out_dir, name)
+        path = metadata_path(out_dir, name)
+        stats = (manifest or {}).get("stats") or {}
+        digest = file_digest(path, "sha256") if manifest and path.is_file() else None
+        if digest is None or stats.get("fingerprint") == digest:
+            continue
+        size = path.stat().st_size
+        stats.update(fingerprint=digest, metadata_bytes=size,
+                     num_bytes=stats.get("num_bytes", 0) - stats.get("metadata_bytes", 0) + size)
+        write_manifest(out_dir, name, {**manifest, "stats": stats})
+        refreshed.append(name)
     return refreshed
 
 

@@ -67,12 +67,12 @@ from mmlbdata.dataset.partitions import (
     FILE_NAMES_SUFFIX,
     IMAGES_DIR,
     METADATA_SUFFIX,
+    Relayout,
+    RelayoutError,
     existing_partitions,
     family_lock_path,
     find_image,
     image_key,
-    relayout_images,
-    relayout_pending_path,
 )
 from mmlbdata.sources.download import file_digest
 
@@ -496,6 +496,7 @@ class FilesConfigWriter:
         self._rows: list[dict] = []
         self._placed: dict[str, tuple[str, int]] = {}  # source path -> (relative path, bytes)
         self._staged: dict[str, int] = {}  # relative path -> bytes of each new image waiting in staging
+        self._sources: dict[str, str] = {}  # relative path -> the file it was built from (images found in place)
         self.relaid: list[str] = []  # configs whose metadata relayout_images rewrote at close
         self._unique: set[str] = set()
         self._started = time.perf_counter()
@@ -536,6 +537,7 @@ class FilesConfigWriter:
                 size = self._staged[relative]
             elif (found := find_image(self.group_dir, image_key(relative), self._partitions)) is not None:
                 size = found.stat().st_size  # placed by an earlier build (or another config): complete
+                self._sources[relative] = ref.path  # where to copy it from, should a parallel rebuild drop it
             else:  # staged, moved into place at close: an aborted build leaves no image behind
                 staged = self.staging / relative
                 staged.parent.mkdir(parents=True, exist_ok=True)
@@ -559,47 +561,57 @@ class FilesConfigWriter:
             pass
         shutil.rmtree(self.staging, ignore_errors=True)
 
-    def close(self) -> ConfigStats:
-        """Finish the metadata file and rename it into place: from now on the config exists."""
+    def close(self, before_place: Optional[Callable[[ConfigStats], None]] = None,
+              after_place: Optional[Callable[[ConfigStats], None]] = None) -> ConfigStats:
+        """Finish the metadata, re-partition the family's images under its lock (partitions.Relayout:
+        new names linked, metadata rewritten, nothing moved), put the metadata in place (from now
+        on the config exists), then remove the old names. ``before_place`` / ``after_place``: the
+        build layer's manifest and README steps, run under the same lock (no other build of the
+        family re-partitions between them)."""
         self._flush()
         self._writer.close()
         with locks.hold(family_lock_path(self.out_dir, self.image_group)):
-            self.stats.images_written = self._place_staged()  # images first: a listed config never lacks one
-            write_image_folder_hint(self.out_dir)
-            os.replace(self.partial, self.final)
-            # each image to the partition of the first config (shortest first) using it
-            mark = relayout_pending_path(self.out_dir, self.image_group)  # until the build refreshes manifests
-            token, left = f"{os.getpid()}-{time.time_ns()}", mark.exists()  # left: a killed or parallel build
-            mark.write_text(token)
-            self.relaid, folders = relayout_images(self.out_dir, self.image_group)
-            self.stats.relayout = {"relaid": self.relaid, "token": token, "check_all": left}
-            self.stats.image_dirs = folders.get(self.config, [])
+            relayout = Relayout(self.out_dir, self.image_group, self.config, self.partial, self._sources).plan()
+            relayout.link()
+            relayout.rewrite()
+            self.relaid = relayout.changed
+            self.stats.relayout = {"relaid": relayout.changed, "check_all": relayout.stale}
+            self.stats.image_dirs = relayout.folders.get(self.config, [])
+            self.stats.images_written = relayout.added
+            # the metadata's paths name the images' hashes, so its digest covers them too
+            self.stats.fingerprint = file_digest(self.partial, "sha256")
+            self.stats.metadata_bytes = self.partial.stat().st_size
+            self.stats.num_bytes = self.stats.metadata_bytes + self.stats.image_bytes_unique
+            self.stats.num_shards = 1
+            self.stats.seconds = round(time.perf_counter() - self._started, 3)
+            self._step(before_place, placed=False)
+            self._step(lambda _: write_image_folder_hint(self.out_dir), placed=False)
+            self._step(lambda _: os.replace(self.partial, self.final), placed=False)
+            self._step(after_place, placed=True)
+            self._step(lambda _: relayout.finish(), placed=True)
         shutil.rmtree(self.staging, ignore_errors=True)
-        # the metadata's paths name the images' hashes, so its digest covers them too
-        self.stats.fingerprint = file_digest(self.final, "sha256")
-        self.stats.metadata_bytes = self.final.stat().st_size
-        self.stats.num_bytes = self.stats.metadata_bytes + self.stats.image_bytes_unique
-        self.stats.num_shards = 1
-        self.stats.seconds = round(time.perf_counter() - self._started, 3)
         shutil.rmtree(config_data_dir(self.out_dir, self.config), ignore_errors=True)  # an older embedded build
         remove_if_empty(self.out_dir / "data")
         return self.stats
 
-
-    def _place_staged(self) -> int:
-        """Move the staged images into this config's partition, but for those another build put
-        in the family meanwhile (one copy per folder); how many were added."""
-        added = 0
-        partitions = existing_partitions(self.group_dir)
-        for relative in self._staged:
-            staged = self.staging / relative
-            if not staged.is_file() or find_image(self.group_dir, image_key(relative), partitions) is not None:
-                continue
-            target = self.out_dir / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(staged, target)
-            added += 1
-        return added
+    def _step(self, step: Optional[Callable[[ConfigStats], None]], placed: bool) -> None:
+        """One step after the metadata were rewritten; a failure says what state the folder is in."""
+        if step is None:
+            return
+        try:
+            step(self.stats)
+        except OSError as err:
+            if isinstance(err, RelayoutError):
+                raise
+            if placed:
+                state = (f"{self.config} is in place, but its manifest or README entry may lag and the re-partitioning "
+                         f"of images/{self.image_group} is unfinished: every config built before loads as before, and "
+                         "the next build into the folder finishes both")
+            else:
+                state = (f"{self.config} was not added (its staged rows are removed; its previous build, if any, is "
+                         f"kept); every config built before loads as before, and the next build of the family "
+                         f"finishes the re-partitioning of images/{self.image_group}")
+            raise RelayoutError(err, state) from err
 
 
 def metadata_schema(features: Features, image_columns: list[str]) -> pa.Schema:
@@ -655,6 +667,7 @@ def write_config(
     if layout not in LAYOUTS:
         raise ValueError(f"unknown layout {layout!r} (one of {', '.join(LAYOUTS)})")
     check_one_layout(Path(out_dir), config, layout)
+    steps = {k: writer_options.pop(k) for k in ("before_place", "after_place") if k in writer_options}
     if layout == "files":
         writer: Any = FilesConfigWriter(out_dir, config, features, **writer_options)
     else:
@@ -663,7 +676,7 @@ def write_config(
     try:
         for row in rows:
             writer.write(row)
-        return writer.close()
+        return writer.close(**steps)
     except BaseException:
         writer.abort()
         raise
