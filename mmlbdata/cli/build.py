@@ -138,7 +138,33 @@ def run(args: argparse.Namespace) -> int:
     except UnknownConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    return print_summary(results, args.out)
+    return max(print_summary(results, args.out), check_folder_loads(args.out))
+
+
+def check_folder_loads(out: str) -> int:
+    """The build's last check: every config the folder's README lists loads with the installed
+    ``datasets`` (dataset/loadcheck.py), so a layout that a ``datasets`` release stops reading is
+    caught here, not by the folder's users. 1 when some config does not."""
+    import datasets
+
+    from mmlbdata.dataset.loadcheck import load_problems, readme_configs
+
+    names = readme_configs(Path(out))
+    if not names:
+        return 0
+    problems = load_problems(out, names)
+    if not problems:
+        print(f"checked: the {len(names)} config(s) of {absolute(out)} load with datasets {datasets.__version__}",
+              file=sys.stderr)
+        return 0
+    print(f"error: {len(problems)} of the {len(names)} config(s) of {absolute(out)} do not load with datasets "
+          f"{datasets.__version__} (their files are complete; datasets reads the folder otherwise than "
+          "mmlbdata wrote it for):", file=sys.stderr)
+    for name, why in sorted(problems.items()):
+        print(f"  {name}: {why}", file=sys.stderr)
+    print("  install a datasets version this mmlbdata is tested with (4.0 to 5.2: pip install 'datasets>=4.0,<5.3') and "
+          "report the problem", file=sys.stderr)
+    return 1
 
 
 def sources_problem(given: list[tuple[str, str]], sources_dir: str | None) -> str | None:
@@ -194,7 +220,7 @@ def run_all(args: argparse.Namespace, common: dict) -> int:
         print(f"note: {unsourced} config(s) not built for lack of sources: give each key a folder under "
               "--sources-dir (or --source KEY=PATH; keys and layouts: `mmlb list --sources`), or add "
               "--fetch to download them first", file=sys.stderr)
-    return 1 if failed or not any(r.ok for r in results) else 0
+    return max(1 if failed or not any(r.ok for r in results) else 0, check_folder_loads(args.out))
 
 
 def parse_size(text: str) -> int:
