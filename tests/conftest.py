@@ -66,12 +66,28 @@ def counter(tokenizer_path: Path):
     return TokenCounter(tokenizer_path)
 
 
-@pytest.fixture(autouse=True)
-def _own_datasets_cache(tmp_path_factory, monkeypatch):
-    """Each test its own ``datasets`` Arrow cache. ``load_dataset(folder)`` keys that cache by the
-    folder's *name*, config and README, not its location: a files-layout row holds absolute image
-    paths, so a cache left by an identical build in another test's (since deleted) ``out`` folder
-    would point at files that are gone."""
-    import datasets.config
+CACHE_VARIABLES = ("HF_HOME", "HF_HUB_CACHE", "HF_DATASETS_CACHE", "HF_XET_CACHE", "HF_ASSETS_CACHE")
 
-    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path_factory.mktemp("hf_datasets_cache"))
+
+@pytest.fixture(autouse=True)
+def _own_caches(tmp_path_factory, monkeypatch):
+    """Each test its own Hugging Face caches, whatever the caller exported (a cluster's shared
+    ``HF_HOME`` / ``HF_DATASETS_CACHE`` / ``HF_HUB_CACHE``): the variables for the processes a test
+    starts, ``datasets``' and ``huggingface_hub``'s resolved paths for this one. ``load_dataset(folder)``
+    keys its Arrow cache by the folder's *name*, config and README, not its location (a files-layout
+    row holds absolute image paths, so an identical build in another test's deleted folder would
+    be read); a Hub client's downloads of one repository from an earlier test would be served
+    from a shared cache, and the requests a test expects would never reach its loopback Hub."""
+    import datasets.config
+    import huggingface_hub.constants
+
+    home = tmp_path_factory.mktemp("hf_home")
+    paths = {"HF_HOME": home, "HF_HUB_CACHE": home / "hub", "HF_DATASETS_CACHE": home / "datasets",
+             "HF_XET_CACHE": home / "xet", "HF_ASSETS_CACHE": home / "assets"}
+    for variable in CACHE_VARIABLES:
+        monkeypatch.setenv(variable, str(paths[variable]))
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", paths["HF_DATASETS_CACHE"])
+    monkeypatch.setattr(datasets.config, "HF_CACHE_HOME", str(home))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HOME", str(home))
+    for constant in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        monkeypatch.setattr(huggingface_hub.constants, constant, str(paths["HF_HUB_CACHE"]))
