@@ -136,6 +136,7 @@ def test_missing_extra_is_one_line_naming_the_extra(monkeypatch, capsys, tmp_pat
     monkeypatch.setattr(builtins, "__import__", no_torch)
     for mod in [m for m in sys.modules if m.split(".")[0] in ("torch", "transformers", "matplotlib")]:
         monkeypatch.delitem(sys.modules, mod)
+    (tmp_path / "data" / "c").mkdir(parents=True)  # a folder holding config c (--data and --config are checked first)
     code = main(["run", "--backend", "hf", "--model", "x", "--data", str(tmp_path), "--config", "c",
                  "--out", str(tmp_path / "p.jsonl")])
     err = capsys.readouterr().err

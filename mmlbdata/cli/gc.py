@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
+from mmlbdata.cli._common import built_folder_problem
 from mmlbdata.core.report import human_bytes
 from mmlbdata.dataset.cleanup import FolderBusyError, apply_cleanup, plan_cleanup
 from mmlbdata.dataset.stats import DamagedShardError
@@ -33,6 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    problem = None if Path(args.folder).is_dir() else built_folder_problem(args.folder)  # a mistyped folder
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 1
     try:
         plan = plan_cleanup(args.folder)
         if args.delete and not plan.empty:

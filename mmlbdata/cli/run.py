@@ -5,7 +5,7 @@ import logging
 import sys
 from typing import Optional
 
-from mmlbdata.cli._common import dataset_problem, positive_int
+from mmlbdata.cli._common import dataset_problem, local_configs_problem, positive_int
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ def run(args) -> int:
 
     # per-config throughput lines even when the CLI logs warnings only
     logging.getLogger("mmlbdata.runner").setLevel(logging.INFO)
-    problem = dataset_problem(args.data)  # before a model is loaded
+    problem = dataset_problem(args.data) or local_configs_problem(args.data, args.config)  # before a model is loaded
     if problem:
         print(f"mmlb run: {problem}", file=sys.stderr)
         return 2

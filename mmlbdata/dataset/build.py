@@ -66,7 +66,10 @@ class EmptyBuildError(RuntimeError):
     """A config produced no example at all."""
 
 
-def _progress(rows: Iterable[dict], config: str, enabled: bool) -> Iterator[dict]:
+def _progress(rows: Iterable[dict], config: str, enabled: bool, builder: Any = None) -> Iterator[dict]:
+    """A bar over the rows built, with a total (and so an ETA) once the builder knows how many
+    rows it will make (its ``expected_rows``: e.g. questions x depths, or ``--limit`` where that
+    caps rows; often known only once the source is read, so it is looked up as rows come)."""
     if not enabled:
         yield from rows
         return
@@ -74,6 +77,9 @@ def _progress(rows: Iterable[dict], config: str, enabled: bool) -> Iterator[dict
 
     with tqdm(desc=config, unit=" ex", dynamic_ncols=True) as bar:
         for row in rows:
+            total = getattr(builder, "expected_rows", None)
+            if total is not None and total != bar.total:
+                bar.total = max(total, bar.n + 1)
             bar.update(1)
             yield row
 
@@ -126,7 +132,7 @@ def build_config(
                                 num_proc=num_proc)
         manifest = {**build_parameters(entry, sources, seed=seed, limit=limit, options=options),
                     "provenance": provenance}
-        rows = _count_rows(_progress(builder.generate(), entry.name, progress), entry.name)
+        rows = _count_rows(_progress(builder.generate(), entry.name, progress, builder), entry.name)
 
         def learnt_while_generating() -> dict[str, Any]:
             """The builder's notes (``manifest_extra``: the release file it read ...) and the report."""
@@ -389,19 +395,33 @@ def _files_config_complete(out_dir: Path, name: str, stats: Mapping[str, Any]) -
 
 def select_configs(*, benchmark: Optional[str] = None, families: Optional[list[str]] = None,
                    patterns: Optional[list[str]] = None) -> list[str]:
-    """Every registered config of ``benchmark`` (its card template's families) or ``families``."""
+    """Every registered config of ``benchmark`` (its card template's families), only of
+    ``families`` when given (both given: the benchmark's configs of those families). An unknown
+    benchmark or family, or a family the benchmark does not cover, raises with the close names."""
     import fnmatch
 
+    from mmlbdata.core.suggest import did_you_mean
 
+    registered = all_configs()
+    every_family = sorted({entry.family for entry in registered.values()})
+    for family in families or []:
+        if family not in every_family:
+            raise UnknownConfigError(f"unknown family {family!r}{did_you_mean(family, every_family)}; "
+                                     f"known: {', '.join(every_family)}")
     wanted = set(families or [])
     if benchmark:
         from mmlbdata.dataset.card import benchmark_families
 
         known = benchmark_families()
         if benchmark not in known:
-            raise UnknownConfigError(f"unknown benchmark {benchmark!r}; known: {', '.join(known)}")
-        wanted |= set(known[benchmark])
-    names = [name for name, entry in all_configs().items() if not wanted or entry.family in wanted]
+            raise UnknownConfigError(f"unknown benchmark {benchmark!r}{did_you_mean(benchmark, list(known))}; "
+                                     f"known: {', '.join(known)}")
+        outside = sorted(wanted - set(known[benchmark]))
+        if outside:
+            raise UnknownConfigError(f"family {outside[0]!r} is not part of benchmark {benchmark!r} (its families: "
+                                     f"{', '.join(known[benchmark])})")
+        wanted = wanted or set(known[benchmark])
+    names = [name for name, entry in registered.items() if not wanted or entry.family in wanted]
     if patterns:
         names = [n for n in names if any(fnmatch.fnmatch(n, p) for p in patterns)]
     return names
@@ -458,7 +478,20 @@ def build_all(names: list[str], sources: Mapping[str, os.PathLike], out_dir: os.
         built = build_configs(todo, sources, out_dir, num_proc=num_proc, seed=seed, limit=limit,
                               options=options, **kwargs)
         results.update({r.config: r for r in built})
+        for result in built:
+            if result.ok and result.stats is not None:
+                result.stats = as_recorded(out_dir, result.stats)
     return [results[n] for n in names]
+
+
+def as_recorded(out_dir: os.PathLike, stats: ConfigStats) -> ConfigStats:
+    """A built config's statistics as its manifest holds them now: a config built later in the
+    same run may have moved its shared images to a new partition, rewriting its metadata (and
+    refreshing its manifest's size), so the summary says what a rerun, which keeps it, says."""
+    recorded = (read_manifest(out_dir, stats.config) or {}).get("stats") or {}
+    known = {f.name for f in dataclass_fields(ConfigStats)} - set(RUN_ONLY_STATS)
+    return ConfigStats(**{**{f.name: getattr(stats, f.name) for f in dataclass_fields(ConfigStats)},
+                          **{k: v for k, v in recorded.items() if k in known}})
 
 
 def summary_table(results: list[ConfigResult], seconds: float) -> str:
