@@ -166,7 +166,7 @@ def test_mmlb_build_ends_by_loading_every_config_of_the_folder(tmp_path, monkeyp
     assert "vh_single_8k: datasets' parquet builder: CastError" in err and "column names don't match" in err
 
 
-def test_a_folder_whose_readme_predates_the_hint_is_mended_by_the_next_build(tmp_path):
+def test_a_folder_whose_readme_predates_the_hint_is_mended_by_the_next_build(tmp_path, capsys):
     """A folder built before the hint (README entries name the metadata and partitions only):
     its first config had one image, so nothing loaded. The next build into it (any config) names
     the hint in every entry and writes it: every config loads."""
@@ -180,6 +180,11 @@ def test_a_folder_whose_readme_predates_the_hint_is_mended_by_the_next_build(tmp
     from mmlbdata.dataset.loadcheck import load_problems
 
     assert set(load_problems(out)) == {"b_one_8k", "c_many_8k"}  # as such a folder was
+    from mmlbdata.cli import main
+
+    assert main(["stats", str(out)]) == 0  # and says so, with the way out
+    assert "written by an earlier mmlbdata (2 entries without imagefolder-hint/)" in capsys.readouterr().err
     store_config(out, "a_text_8k", _rows(refs, MIX["a_text_8k"]), manifest={"family": "toy"})
     assert load_problems(out) == {}
+    assert main(["stats", str(out)]) == 0 and "earlier mmlbdata" not in capsys.readouterr().err
     assert _loaded(str(out), list(MIX), tmp_path / "cache") == _expected(MIX)

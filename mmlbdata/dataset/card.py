@@ -155,6 +155,17 @@ def _upsert(entries: list[dict], entry: dict) -> list[dict]:
     return sorted(kept + [entry], key=lambda e: e.get("config_name", ""))
 
 
+def entries_without_hint(folder: os.PathLike) -> list[str]:
+    """The files-layout configs whose README entry does not name the image-folder hint (a folder
+    built by an earlier mmlbdata: datasets may read all of it as plain parquet until its README is
+    rewritten, which any build into it, or ``mmlb card``, does)."""
+    readme = Path(folder) / "README.md"
+    meta, _ = split_front_matter(readme.read_text(encoding="utf-8")) if readme.is_file() else ({}, "")
+    return sorted(entry.get("config_name", "") for entry in meta.get("configs") or []
+                  if isinstance(entry, dict) and entry.get("metadata_filenames")
+                  and with_image_folder_hint(json.loads(json.dumps(entry))) != entry)
+
+
 def update_readme(out_dir: os.PathLike, config: str, features: Features, stats: ConfigStats,
                   written: bool = False, sizes: bool = True) -> Path:
     """Add or replace ``config`` in the folder's README front matter (atomic write).
