@@ -15,10 +15,11 @@ grow with the length) a family of n lengths has about n partitions; the number o
 per distinct image, as before.
 
 Partitions depend only on *which* configs the folder holds, never on the order they were built:
-after each files-layout config is written, :func:`relayout_images` (under the family's lock)
-moves every image of the family to the partition of its users and rewrites the metadata files
-whose paths changed, with the writer's own parquet options, so a folder holds the same bytes
-whatever the build order (tests/test_partitions.py builds both orders). Users are ordered by
+as each files-layout config is written, :class:`Relayout` (under the family's lock) gives every
+image of the family the partition of its users and rewrites the metadata files whose paths
+changed, with the writer's own parquet options, so a folder holds the same bytes whatever the
+build order (tests/test_partitions.py builds both orders); it never moves a file, so a full disk
+or ``kill -9`` at any step breaks no config (tests/test_relayout_faults.py). Users are ordered by
 :func:`partition_order` (shortest length first, then name).
 """
 from __future__ import annotations

@@ -22,8 +22,10 @@ paths, not bytes. Image files are content-addressed, so two builds placing one a
 one photo under two source names is one file (staged once); the
 metadata file is renamed into place last: a config is complete exactly when
 its ``<config>.metadata.parquet`` exists. New images and the metadata are written under
-``.<config>.partial/`` and moved into place at the end (images first), so a failed build leaves
-neither. A build never deletes an image (others may use it): ``mmlb gc`` does (``cleanup.py``).
+``.<config>.partial/``; at the end, under the family's lock, :class:`~mmlbdata.dataset.partitions.Relayout`
+gives every image its partition (links, never moves: safe at every step), then the metadata is
+put in place, so a failed build leaves no half config and breaks no other. A build never deletes
+an image another config may use (others, or a build beside it): ``mmlb gc`` does (``cleanup.py``).
 
 **embedded** (:class:`ConfigWriter`): the rows carry the image bytes, in parquet shards. Kept for
 small self-contained configs (one file per config, no image tree). Its shards are:
@@ -467,9 +469,9 @@ class FilesConfigWriter:
     """Streams one config's rows into ``<config>.metadata.parquet`` + the shared image tree.
 
     ``image_group`` names the folder under ``images/`` (the build layer passes the family, so
-    every config and length of a family stores an image once). New images go to this config's
-    own folder; at close, under the family's lock, :func:`relayout_images` moves each image of
-    the family to the partition of the configs using it and rewrites the paths.
+    every config and length of a family stores an image once). New images are staged under its
+    own name; at close, under the family's lock, :class:`~mmlbdata.dataset.partitions.Relayout`
+    gives each image of the family the partition of the configs using it and rewrites the paths.
     Rows are buffered :data:`DEFAULT_ROW_GROUP_ROWS` at a time (no image bytes in them). The
     embedded layout's options (``shard_bytes``, ``row_group_bytes``, ``dictionary``) have nothing
     to bound here and are ignored, so one set of build options serves both layouts.
@@ -484,7 +486,7 @@ class FilesConfigWriter:
         resolve_inside(self.out_dir, f"{IMAGES_DIR}/{image_group}/{config}", what="image group")  # plain names
         self.image_group = image_group
         self.group_dir = self.out_dir / IMAGES_DIR / image_group
-        self.image_prefix = f"{IMAGES_DIR}/{image_group}/{config}"  # until relayout_images names the owner
+        self.image_prefix = f"{IMAGES_DIR}/{image_group}/{config}"  # until Relayout names the partition
         self._partitions = existing_partitions(self.group_dir)  # where earlier builds put the family's images
         # the loaded features ride in the schema: the card and stats read them without a README
         self.schema = metadata_schema(features, self.image_columns).with_metadata(_features_metadata(features))
@@ -497,7 +499,7 @@ class FilesConfigWriter:
         self._placed: dict[str, tuple[str, int]] = {}  # source path -> (relative path, bytes)
         self._staged: dict[str, int] = {}  # relative path -> bytes of each new image waiting in staging
         self._sources: dict[str, str] = {}  # relative path -> the file it was built from (images found in place)
-        self.relaid: list[str] = []  # configs whose metadata relayout_images rewrote at close
+        self.relaid: list[str] = []  # configs whose metadata the re-partitioning rewrote at close
         self._unique: set[str] = set()
         self._started = time.perf_counter()
         if self.staging.exists():  # left by a crashed build of this config (the caller holds its lock)
@@ -658,7 +660,8 @@ def write_config(
     **writer_options: Any,
 ) -> ConfigStats:
     """Write ``rows`` as ``config`` under ``out_dir`` in ``layout`` (``files``, the default, or
-    ``embedded``; no manifest, no README).
+    ``embedded``; no manifest, no README: files layout, ``before_place`` / ``after_place`` are
+    the build's steps around the moment its metadata is put in place, see FilesConfigWriter.close).
 
     If ``rows`` raises, nothing of this config is left behind (a previous build of it stays).
     The caller serialises builds of one config (:func:`mmlbdata.dataset.build.store_config` holds its lock).
