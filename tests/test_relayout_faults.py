@@ -207,3 +207,38 @@ def test_kill_at_any_step_breaks_no_built_config(folders, tmp_path, which):
         assert _files(out) == _files(clean), f"step {at}: {sorted(set(_files(out)) ^ set(_files(clean)))}"
         shutil.rmtree(out)
     assert at > 10
+
+
+def test_gc_finishes_an_interrupted_repartitioning_and_push_waits_for_it(folders, tmp_path, monkeypatch, capsys):
+    """A build that failed part-way leaves the journal: push refuses (manifests may lag the metadata),
+    `mmlb gc` says it would finish it, and `mmlb gc --delete` finishes it as the next build would."""
+    from mmlbdata.cli import main
+    from mmlbdata.dataset.build import pending_relayouts
+    from mmlbdata.dataset.loadcheck import load_problems
+
+    start, config, pattern, *_ = _scenario(folders, "new config", tmp_path / "cache")
+    at = 0
+    while True:  # the first step whose failure leaves the re-partitioning unfinished
+        at += 1
+        out = tmp_path / f"k{at}"
+        shutil.copytree(start, out)
+        faults = Faults(at)
+        with monkeypatch.context() as patch:
+            faults.install(patch.setattr)
+            try:
+                _store(out, folders["store"], config, pattern)
+            except OSError:
+                pass
+        assert faults.count >= at, "the build ran through: no step left its journal"
+        if pending_relayouts(out):
+            break
+        shutil.rmtree(out)
+    capsys.readouterr()
+    assert main(["push", str(out), "--repo", "org/toy", "--dry-run", str(tmp_path / "dry")]) == 1
+    assert "re-partitioning of its images unfinished" in capsys.readouterr().err
+    assert main(["gc", str(out)]) == 0 and "would finish the re-partitioning of images/toy" in capsys.readouterr().out
+    assert main(["gc", str(out), "--delete"]) == 0 and "finished the re-partitioning" in capsys.readouterr().out
+    assert pending_relayouts(out) == [] and load_problems(out) == {}
+    assert main(["gc", str(out)]) == 0 and "would remove 0 image file(s)" in capsys.readouterr().out
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []  # no journal, staging, temporary file
+    assert main(["push", str(out), "--repo", "org/toy", "--dry-run", str(tmp_path / "dry")]) == 0

@@ -261,6 +261,33 @@ def refresh_relaid_manifests(out_dir: Path, relayout: Optional[dict]) -> list[st
     return refreshed
 
 
+def pending_relayouts(out_dir: os.PathLike) -> list[str]:
+    """The image groups whose re-partitioning a failed or killed build left unfinished (journal)."""
+    prefix, suffix = ".mmlb-relayout-", ".pending"
+    return sorted(p.name[len(prefix):-len(suffix)] for p in Path(out_dir).glob(f"{prefix}*{suffix}"))
+
+
+def finish_relayouts(out_dir: os.PathLike) -> list[str]:
+    """Finish what :func:`pending_relayouts` names, as the next build of each family would: the
+    re-partitioning redone from the metadata as they are, every manifest and README entry
+    refreshed, what the journal lists that no metadata names removed. Returns the groups done."""
+    from mmlbdata.dataset.card import sync_readme
+    from mmlbdata.dataset.partitions import Relayout, family_lock_path
+
+    out_dir = Path(out_dir)
+    done = []
+    for group in pending_relayouts(out_dir):
+        with locks.hold(family_lock_path(out_dir, group)):
+            relayout = Relayout(out_dir, group).plan()
+            relayout.link()
+            relayout.rewrite()
+            refresh_relaid_manifests(out_dir, {"relaid": relayout.changed, "check_all": True})
+            sync_readme(out_dir, sorted(built_configs(out_dir)["files"]))
+            relayout.finish()
+        done.append(group)
+    return done
+
+
 def available_cpus() -> int:
     """CPUs this process may run on (its affinity mask, not the machine's count)."""
     try:

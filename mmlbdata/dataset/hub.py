@@ -262,6 +262,11 @@ def push_folder(folder: os.PathLike, repo_id: str, *, configs: Optional[list[str
     check_repo_id(repo_id)
     check_revision(revision)
     folder = Path(folder)
+    pending = sorted(folder.glob(".mmlb-relayout-*.pending"))
+    if pending:  # manifests may lag the metadata: push would skip or delete by stale fingerprints
+        raise ValueError(f"{folder}: a failed or killed build left a re-partitioning of its images unfinished "
+                         f"({pending[0].name}); every config loads, but its manifests may lag: finish it with "
+                         f"`mmlb gc {folder} --delete` (or any build into the folder), then push")
     names = configs or configs_in(folder)
     missing = [n for n in names if not shard_files(folder, n)]
     if missing:
