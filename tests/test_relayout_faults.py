@@ -162,6 +162,20 @@ def _scenario(folders, which: str, cache: Path):
     return start, config, pattern, clean, before, _image_counts(clean, config, cache / "clean")
 
 
+def _build_with_a_full_disk_at(at: int, start: Path, out: Path, store: Path, config: str, pattern, monkeypatch):
+    """Build ``config`` into a copy of ``start`` with the disk full at step ``at``: (whether the
+    build ran through without reaching it, the error it raised or None)."""
+    shutil.copytree(start, out)
+    faults = Faults(at)
+    with monkeypatch.context() as patch:
+        faults.install(patch.setattr)
+        try:
+            _store(out, store, config, pattern)
+        except OSError as err:
+            return False, err
+    return faults.count < at, None
+
+
 @pytest.mark.parametrize("which", ["new config", "rebuild"])
 def test_a_full_disk_at_any_step_breaks_no_built_config(folders, tmp_path, monkeypatch, which):
     start, config, pattern, clean, before, after = _scenario(folders, which, tmp_path / "cache")
@@ -169,16 +183,10 @@ def test_a_full_disk_at_any_step_breaks_no_built_config(folders, tmp_path, monke
     while not finished:
         at += 1
         out = tmp_path / f"k{at}"
-        shutil.copytree(start, out)
-        faults = Faults(at)
-        with monkeypatch.context() as patch:
-            faults.install(patch.setattr)
-            try:
-                _store(out, folders["store"], config, pattern)
-                finished = faults.count < at
-            except OSError as err:
-                message = describe_failure(config, out, err)
-                assert "loads as before" in message or "is kept" in message, message
+        finished, err = _build_with_a_full_disk_at(at, start, out, folders["store"], config, pattern, monkeypatch)
+        if err is not None:
+            message = describe_failure(config, out, err)
+            assert "loads as before" in message or "is kept" in message, message
         _check_loads(out, before, config, after, tmp_path / f"cache-{at}")
         if not finished:
             _store(out, folders["store"], config, pattern)  # the next build finishes or removes the rest
@@ -221,15 +229,8 @@ def test_gc_finishes_an_interrupted_repartitioning_and_push_waits_for_it(folders
     while True:  # the first step whose failure leaves the re-partitioning unfinished
         at += 1
         out = tmp_path / f"k{at}"
-        shutil.copytree(start, out)
-        faults = Faults(at)
-        with monkeypatch.context() as patch:
-            faults.install(patch.setattr)
-            try:
-                _store(out, folders["store"], config, pattern)
-            except OSError:
-                pass
-        assert faults.count >= at, "the build ran through: no step left its journal"
+        finished, _ = _build_with_a_full_disk_at(at, start, out, folders["store"], config, pattern, monkeypatch)
+        assert not finished, "the build ran through: no step left its journal"
         if pending_relayouts(out):
             break
         shutil.rmtree(out)
