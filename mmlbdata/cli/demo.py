@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 
 from mmlbdata.cli._common import tokenizer_or_message
-from mmlbdata.cli.build import print_summary
+from mmlbdata.cli.build import check_folder_loads, print_summary
 from mmlbdata.dataset.build import build_configs
 from mmlbdata.dataset.demo import DEMO_NOTE, DEMO_PROVENANCE, make_demo_coco
 
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
                                 store_root=Path(tmp) / "store", tokenizer=args.tokenizer,
                                 progress=not args.no_progress, provenance=DEMO_PROVENANCE)
     print(f"\n{DEMO_NOTE}")
-    return print_summary(results, str(out))
+    return max(print_summary(results, str(out)), check_folder_loads(str(out)))
 
 
 def real_configs_problem(out: Path) -> str | None:
