@@ -7,11 +7,15 @@ from pathlib import Path
 
 
 def test_data() -> Path:
-    """``$MMLB_TEST_DATA``, else ``../shared/data`` beside the checkout."""
-    root = os.environ.get("MMLB_TEST_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
-    if not Path(root).is_dir():
-        sys.exit("set MMLB_TEST_DATA to the shared/data folder")
-    return Path(root)
+    """The tests' sample data: ``$MMLB_TEST_DATA``, else ``../shared/data`` beside the checkout, else
+    ``tests/sample_data/`` as ``python -m tests.fetch_sample_data`` leaves it (tests/conftest.py)."""
+    checkout = Path(__file__).resolve().parents[1]
+    candidates = [os.environ.get("MMLB_TEST_DATA")] if os.environ.get("MMLB_TEST_DATA") else \
+        [checkout.parent / "shared" / "data", checkout / "tests" / "sample_data"]
+    for root in candidates:
+        if Path(root).is_dir():
+            return Path(root)
+    sys.exit("no sample data: run `python -m tests.fetch_sample_data` (or set MMLB_TEST_DATA)")
 
 
 def table(rows: list[dict], columns: list[str]) -> str:

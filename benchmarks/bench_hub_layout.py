@@ -103,7 +103,9 @@ def old_layout(files: dict[str, bytes]) -> dict[str, bytes]:
     meta, body = split_front_matter(files["README.md"].decode())
     for entry in meta["configs"]:
         for split in entry["data_files"]:
-            split["path"] = [split["path"][0]] + sorted({"/".join(p.split("/")[:2]) + "/**" for p in split["path"][1:]})
+            partitions = [p for p in split["path"][1:] if p.endswith("/**")]
+            split["path"] = [p for p in split["path"] if p not in partitions] + \
+                sorted({"/".join(p.split("/")[:2]) + "/**" for p in partitions})
     return {**files, "README.md": join_front_matter(meta, body).encode()}
 
 

@@ -161,6 +161,9 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
     #: source key -> the release layout the reader expects (shown by ``mmlb list --sources``)
     SOURCES: dict[str, str] = {}
     FEATURES: datasets.Features = FEATURES
+    #: whether ``--limit`` caps the rows built (one row per source question): then it bounds the
+    #: progress bar's total; recipes that make several rows of a question set ``expected_rows``
+    LIMIT_COUNTS_ROWS = False
     DESCRIPTION = ""
     CITATION = ""
     HOMEPAGE = ""
@@ -191,6 +194,8 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
         self.sources = {key: Path(path) for key, path in (sources or {}).items()}
         self.seed = seed
         self.limit = limit
+        #: how many rows this build makes, when known (the progress bar's total; None: unknown)
+        self.expected_rows: Optional[int] = limit if self.LIMIT_COUNTS_ROWS else None
         self.store = store or ImageStore()
         self._counter = counter
         self.report = report or BuildReport()
@@ -203,8 +208,10 @@ class MMLBBuilder(datasets.GeneratorBasedBuilder):
         if self.config.source_keys(self.sources) == (release.SOURCE_KEY,):
             # every family's rows come from the official release instead of its recipe
             self.generate = self.generate_from_mmlb_release
+            self.expected_rows = limit  # a release row is a row
         elif self.config.source_keys(self.sources) == (release_tsv.SOURCE_KEY,):
             self.generate = self.generate_from_release_tsv
+            self.expected_rows = limit
 
     # -- what subclasses use -------------------------------------------------------------------
     @property

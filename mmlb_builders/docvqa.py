@@ -65,6 +65,7 @@ class DocVQA(MMLBBuilder):
     CITATION = ("@article{wang2025mmlongbench, title={MMLongBench: Benchmarking Long-Context "
                 "Vision-Language Models Effectively and Thoroughly}, author={Wang, Zhaowei and "
                 "others}, year={2025}}")
+    LIMIT_COUNTS_ROWS = True  # --limit caps the rows built (the progress bar's total)
     SOURCES = dict(LAYOUTS)
     BUILDER_CONFIGS = (
         standard_configs("mmlongdoc", metric="docqa", sources=("mmlongbench_doc",), protocol=DEFAULT_PROTOCOL,

@@ -117,6 +117,7 @@ class LongVideoBench(MMLBBuilder):
     CITATION = ("@article{wu2024longvideobench, title={LongVideoBench: A Benchmark for "
                 "Long-context Interleaved Video-Language Understanding}, author={Wu, Haoning and "
                 "Li, Dongxu and Chen, Bei and Li, Junnan}, year={2024}}")
+    LIMIT_COUNTS_ROWS = True  # --limit caps the rows built (the progress bar's total)
     SOURCES = {"lvb": LAYOUT}
     BUILDER_CONFIGS = (
         _original_configs("val") + _original_configs("test")

@@ -73,6 +73,7 @@ class MMLongBenchDoc(MMLBBuilder):
     LICENSE = "CC BY-NC 4.0 (questions); documents under their owners' terms"
     CITATION = ("@article{ma2024mmlongbenchdoc, title={MMLongBench-Doc: Benchmarking Long-context "
                 "Document Understanding with Visualizations}, author={Ma, Yubo and others}, year={2024}}")
+    LIMIT_COUNTS_ROWS = True  # --limit caps the rows built (the progress bar's total)
     SOURCES = {"mmlongbench_doc": "samples.json + documents/<doc_id> (PDFs), as in MMLongBench-Doc's data/"}
     BUILDER_CONFIGS = [
         _original("mmlongbench_doc", "pages", "all pages as separate images (API setting)"),

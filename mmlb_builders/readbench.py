@@ -161,6 +161,7 @@ class ReadBench(MMLBBuilder):
     CITATION = ("@article{clavie2025readbench, title={ReadBench: Measuring the Dense Text Visual Reading Ability "
                 "of Vision-Language Models}, author={Clavi\u00e9, Benjamin and Brand, Florian}, "
                 "journal={arXiv preprint arXiv:2505.19091}, year={2025}}")
+    LIMIT_COUNTS_ROWS = True  # --limit caps the rows built (the progress bar's total)
     SOURCES = dict(src.LAYOUTS)
     BUILDER_CONFIGS = original_configs() + [c for p in PPI_VARIANTS for c in original_configs(p)] + \
         standardized_configs()

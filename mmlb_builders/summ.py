@@ -103,6 +103,7 @@ class Summarization(MMLBBuilder):
     CITATION = ("@article{wang2025mmlongbench, title={MMLongBench: Benchmarking Long-Context "
                 "Vision-Language Models Effectively and Thoroughly}, author={Wang, Zhaowei and others}, "
                 "year={2025}, journal={arXiv preprint arXiv:2505.10610}}")
+    LIMIT_COUNTS_ROWS = True  # --limit caps the rows built (the progress bar's total)
     SOURCES = {"govreport": GOV_LAYOUT, "multi_lexsum": LEXSUM_LAYOUT}
     BUILDER_CONFIGS = (
         standard_configs("gov_report", lengths=MMLONGBENCH_LENGTH_KEYS, metric=METRIC, sources=("govreport",), split="test",

@@ -176,6 +176,7 @@ class VisualHaystack(MMLBBuilder):
         rng = seeded_rng(self.seed, self.config.dataset, "questions")
         make = single_questions if self.config.dataset == "vh_single" else multi_questions
         questions = make(images, count, rng, prefix=self.config.dataset)
+        self.expected_rows = len(questions) * (len(DEPTHS) if self.config.dataset == "vh_single" else NUM_PERMUTATIONS)
         if len(questions) < count:
             self.report.note(f"{self.config.name}: the source yields only {len(questions)} of "
                              f"{count} requested questions")

@@ -80,10 +80,14 @@ class LoopbackHub:
         return f"http://127.0.0.1:{self._httpd.server_address[1]}"
 
     def run_client(self, code: str, *args: str, hf_home, extra_env: dict | None = None, timeout: int = 300) -> str:
-        """Run ``python -c code *args`` in a fresh process that reads this Hub (online, its own
-        ``hf_home`` cache, the project importable); its stdout, after it exited 0."""
+        """Run ``python -c code *args`` in a fresh process that reads this Hub (online, every cache
+        inside ``hf_home`` whatever the caller exported, the project importable); its stdout, after it
+        exited 0."""
+        caches = {"HF_HUB_CACHE": f"{hf_home}/hub", "HF_DATASETS_CACHE": f"{hf_home}/datasets",
+                  "HF_XET_CACHE": f"{hf_home}/xet", "HF_ASSETS_CACHE": f"{hf_home}/assets"}  # over what the caller exported
         env = {**os.environ, "HF_ENDPOINT": self.endpoint, "HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0",
-               "HF_HOME": str(hf_home), "PYTHONPATH": str(Path(__file__).resolve().parents[1]), **(extra_env or {})}
+               "HF_HOME": str(hf_home), **caches, "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+               **(extra_env or {})}
         done = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True,
                               timeout=timeout)
         assert done.returncode == 0, done.stderr[-3000:]

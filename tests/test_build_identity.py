@@ -123,18 +123,24 @@ def test_release_rows_are_unchanged(tmp_path, real_data, tokenizer_path, layout)
 
 
 @pytest.fixture(scope="module")
-def recipes_built(tmp_path_factory, real_data, tokenizer_path) -> dict[str, tuple[str, str]]:
-    """Every case of ``identity_sources.CASES`` built once (files layout) into one folder:
-    config -> (rows digest, SHA-256 of its metadata parquet file)."""
+def recipes_folder(tmp_path_factory, real_data, tokenizer_path) -> Path:
+    """Every case of ``identity_sources.CASES`` built once (files layout) into one folder."""
     root = tmp_path_factory.mktemp("recipes")
     sources = identity_sources.lay_out_sources(root / "sources", real_data)
-    built = {}
     for case in identity_sources.CASES:
         options = identity_sources.case_options(case, root / "sources") or None
         results = build_configs([case.config], {k: sources[k] for k in case.sources}, root / "out",
                                 limit=case.limit, options=options, tokenizer=tokenizer_path,
                                 store_root=root / "store", progress=False, layout="files")
         assert all(r.ok for r in results), [r.error for r in results]
+    return root / "out"
+
+
+@pytest.fixture(scope="module")
+def recipes_built(recipes_folder) -> dict[str, tuple[str, str]]:
+    """config -> (rows digest, SHA-256 of its metadata parquet file), of every case."""
+    root = recipes_folder.parent
+    built = {}
     for case in identity_sources.CASES:  # once all are built: a later config can move an earlier one's images
         metadata = (root / "out" / f"{case.config}.metadata.parquet").read_bytes()
         built[case.config] = rows_digest(root / "out", case.config), hashlib.sha256(metadata).hexdigest()
@@ -161,3 +167,15 @@ def test_recipe_parquet_bytes_are_unchanged(recipes_built, config):
     if pyarrow.__version__ != PARQUET_PYARROW:
         pytest.skip(f"bytes pinned under pyarrow {PARQUET_PYARROW}, this is {pyarrow.__version__} (rows still pinned)")
     assert recipes_built[config][1] == RECIPE_PARQUET[config]
+
+
+def test_every_family_built_into_one_folder_loads_with_plain_datasets(recipes_folder, tmp_path):
+    """MMLongBench's families, MMNeedle, MMLongBench-Doc, ReadBench, LongVideoBench and MemLens in
+    one folder: every config loads in a fresh process, in memory and streaming, images decoded."""
+    from test_folder_mixes import _loaded
+
+    names = [case.config for case in identity_sources.CASES]
+    counts = _loaded(str(recipes_folder), names, tmp_path / "cache")
+    assert sorted(counts) == sorted(f"{name} {mode}" for name in names for mode in ("in memory", "streaming"))
+    for name in names:
+        assert counts[f"{name} in memory"] == counts[f"{name} streaming"] and counts[f"{name} in memory"], name

@@ -198,36 +198,33 @@ def test_a_config_without_images_loads_beside_image_configs(tmp_path):
         assert [r["id"] for r in rows] == ["r0", "r1"] and [r["images"] for r in rows] == [[], []]
 
 
-def test_a_config_without_images_sorting_first_still_loads_with_the_others(tmp_path, caplog):
-    """Its data files are its metadata alone, and datasets takes the folder's one builder from the
-    first config listed: the README lists image configs first, so ``a_text`` (first by name) does
-    not turn the folder into plain parquet; alone in a folder it would, which the warning says."""
+def test_a_config_without_images_listed_first_still_loads_with_the_others(tmp_path):
+    """datasets takes the folder's one builder from the first config its README lists: ``a_text``
+    (first by name) names its metadata and the image-folder hint, so the folder stays an image
+    folder, and a folder holding it alone loads too."""
     refs = _images(ImageStore(tmp_path / "store"), 5)
     out = tmp_path / "out"
     _build(out, "files", refs)
-    with caplog.at_level("WARNING", logger="mmlbdata"):
-        store_config(out, "a_text", _rows([], [[], []]), manifest={"family": "toy"})
-    assert "a_text: no row has an image" in caplog.text and "holding no image config" in caplog.text
+    store_config(out, "a_text", _rows([], [[], []]), manifest={"family": "toy"})
+    store_config(tmp_path / "alone", "a_text", _rows([], [[], []]), manifest={"family": "toy"})
     for streaming in (False, True):
         rows = list(datasets.load_dataset(str(out), "toy_8k", split="test", streaming=streaming))
         assert rows and all(len(r["images"]) > 0 for r in rows)
-        text = list(datasets.load_dataset(str(out), "a_text", split="test", streaming=streaming))
-        assert [r["images"] for r in text] == [[], []]
+        for folder in (out, tmp_path / "alone"):
+            text = list(datasets.load_dataset(str(folder), "a_text", split="test", streaming=streaming))
+            assert [r["images"] for r in text] == [[], []]
 
 
-def test_a_family_of_one_image_is_warned_about(tmp_path, caplog):
-    """One image file against one metadata parquet is a draw datasets gives to parquet; what
-    counts is the images in the partitions the config's data files name."""
+def test_a_family_of_one_image_loads_first_or_not(tmp_path):
+    """One image file against one metadata parquet was a draw datasets gives to parquet; the
+    hint's two PNGs outnumber the metadata whatever the config holds."""
     refs = _images(ImageStore(tmp_path / "store"), 2)
-    with caplog.at_level("WARNING", logger="mmlbdata"):
-        store_config(tmp_path / "out", "one_8k", _rows(refs, [[0], [0, 0]]), manifest={"family": "toy"})
-    assert "fewer than two images" in caplog.text
-    caplog.clear()
-    with caplog.at_level("WARNING", logger="mmlbdata"):  # owns both images (before one_8k by name)
-        store_config(tmp_path / "out", "big_8k", _rows(refs, [[1], [0]]), manifest={"family": "toy"})
-    assert "fewer than two images" not in caplog.text
+    store_config(tmp_path / "out", "one_8k", _rows(refs, [[0], [0, 0]]), manifest={"family": "toy"})
+    assert [len(r["images"]) for r in datasets.load_dataset(str(tmp_path / "out"), "one_8k", split="test")] == [1, 2]
+    store_config(tmp_path / "out", "big_8k", _rows(refs, [[1], [0]]), manifest={"family": "toy"})
     for config, sizes in (("one_8k", [1, 2]), ("big_8k", [1, 1])):
-        assert [len(r["images"]) for r in datasets.load_dataset(str(tmp_path / "out"), config, split="test")] == sizes
+        assert [len(r["images"]) for r in datasets.load_dataset(str(tmp_path / "out"), config, split="test",
+                                                                  cache_dir=str(tmp_path / config))] == sizes
 
 
 def test_manifests_do_not_depend_on_the_build_order(tmp_path):

@@ -10,6 +10,7 @@ from test_layout import _images, _rows
 from mmlbdata.core.store import ImageStore, file_sha256
 from mmlbdata.dataset.build import completed_stats, store_config
 from mmlbdata.dataset.stats import image_paths
+from mmlbdata.dataset.writer import IMAGE_FOLDER_HINT
 
 # toy_8k and toy_32k share images 0 and 2; toy_32k adds 4; other_8k (another dataset of the family)
 # shares image 3 with toy_8k and adds 5, 6
@@ -50,8 +51,9 @@ def test_each_config_names_exactly_the_images_its_rows_use(tmp_path):
     for entry in front["configs"]:
         config = entry["config_name"]
         patterns = entry["data_files"][0]["path"]
-        assert all(pattern.endswith("/**") for pattern in patterns[1:])
-        named = {p.relative_to(out).as_posix() for pattern in patterns[1:]
+        assert patterns[1:3] == list(IMAGE_FOLDER_HINT)  # the image builder's two PNGs, in no row
+        assert all(pattern.endswith("/**") for pattern in patterns[3:])
+        named = {p.relative_to(out).as_posix() for pattern in patterns[3:]
                  for p in (out / pattern[:-3]).rglob("*") if p.is_file()}
         assert named == set(image_paths(out / f"{config}.metadata.parquet")), config
         assert len(named) == len({i for row in PATTERNS[config] for i in row})
@@ -201,8 +203,8 @@ def test_a_build_checks_only_the_manifests_its_repartitioning_touched_unless_one
     monkeypatch.setattr(build_module, "file_digest", lambda path, algo: hashed.append(Path(path).name) or
                         real_digest(path, algo))
     _build(out, refs, ["other_8k"])  # shares image 3 with toy_8k only: toy_8k's metadata is rewritten
-    # itself (its new images left its staging prefix) and toy_8k; toy_32k's metadata is not read
-    assert sorted(hashed) == ["other_8k.metadata.parquet", "toy_8k.metadata.parquet"]
+    # (other_8k's own digest is the writer's); toy_32k's metadata is not read
+    assert sorted(hashed) == ["toy_8k.metadata.parquet"]
     assert not relayout_pending_path(out, "toy").exists()
     stale = json.loads((out / "manifests" / "toy_8k.json").read_text())
     stale["stats"]["fingerprint"] = "from a build killed before its refresh"
@@ -215,24 +217,25 @@ def test_a_build_checks_only_the_manifests_its_repartitioning_touched_unless_one
     assert not relayout_pending_path(out, "toy").exists()
 
 
-def test_a_build_that_repartitions_a_config_mid_way_through_its_build_leaves_its_entry_right(tmp_path, monkeypatch):
-    """toy_32k is written; before its README entry, a parallel build of toy_8k moves toy_32k's
-    shared images to the 8K partition and writes toy_32k's entry. toy_32k's own entry, written
-    last, must name the partitions its metadata has now, not the ones its writer saw (a race seen
-    in CI with three parallel builds: the README differed from the sequential build's)."""
+def test_no_other_build_of_the_family_repartitions_between_a_configs_relayout_and_its_entry(tmp_path, monkeypatch):
+    """toy_32k's manifest and README entry are written under the family's lock, with its
+    re-partitioning: a parallel build of toy_8k (which moves toy_32k's shared images to the 8K
+    partition) cannot run in between, so toy_32k's entry names the partitions its metadata has
+    (a race seen in CI with three parallel builds: the README differed from the sequential build's)."""
+    from mmlbdata.core import locks
     from mmlbdata.dataset import build
+    from mmlbdata.dataset.partitions import family_lock_path
 
     refs = _images(ImageStore(tmp_path / "store"), 7)
-    _build(tmp_path / "sequential", refs, ["toy_32k", "toy_8k"])
-    out = tmp_path / "interleaved"
-    real_write_manifest = build.write_manifest
+    out = tmp_path / "out"
+    real_write_manifest, held = build.write_manifest, []
 
-    def write_then_let_the_other_build_run(folder, config, content):
-        real_write_manifest(folder, config, content)
-        if config == "toy_32k":
-            monkeypatch.setattr(build, "write_manifest", real_write_manifest)
-            _build(out, refs, ["toy_8k"])
+    def write_and_look(folder, config, content):
+        held.append(locks.is_held(family_lock_path(out, "toy")))  # held by this process through another descriptor
+        return real_write_manifest(folder, config, content)
 
-    monkeypatch.setattr(build, "write_manifest", write_then_let_the_other_build_run)
-    _build(out, refs, ["toy_32k"])
+    monkeypatch.setattr(build, "write_manifest", write_and_look)
+    _build(out, refs, ["toy_32k", "toy_8k"])
+    assert len(held) == 3 and all(held)  # two builds, and toy_32k's manifest refreshed by the second
+    _build(tmp_path / "sequential", refs, ["toy_8k", "toy_32k"])
     assert _files(out)["README.md"] == _files(tmp_path / "sequential")["README.md"]

@@ -26,7 +26,9 @@ import yaml
 from PIL import Image
 
 from mmlbdata.dataset.build import build_all, build_configs, completed_stats, build_parameters
-from mmlbdata.dataset.card import config_data_entry, config_image_dirs, format_stats, render_card, select_template, split_front_matter
+from mmlbdata.dataset.card import (config_data_entry, config_image_dirs, format_stats, render_card, select_template,
+                                   split_front_matter, with_image_folder_hint)
+from mmlbdata.dataset.writer import IMAGE_FOLDER_HINT
 from mmlbdata.cli import main
 from mmlbdata.exports import iter_rows
 from mmlbdata.dataset.hub import IMAGE_COMMIT_FILES, FolderUploader, HubUploader, push_folder
@@ -165,10 +167,12 @@ def test_push_sends_shards_manifests_then_card_and_resumes(built, tmp_path, monk
     images = [p for c in hub.commits for p in c["add"] if p.startswith("images/")]
     assert sorted(images) == sorted(p.relative_to(built).as_posix() for p in (built / "images").rglob("*.jpg"))
     assert len(images) == len(set(images)) and all(len(c["add"]) <= IMAGE_COMMIT_FILES for c in hub.commits)
-    assert hub.commits.index(config_commits[0]) > 0 and hub.commits[0]["message"].startswith("Upload images of vh_multi_8k")
+    assert hub.commits[0]["add"] == list(IMAGE_FOLDER_HINT)  # what every config's data files name, first
+    assert hub.commits.index(config_commits[0]) > 1 and hub.commits[1]["message"].startswith("Upload images of vh_multi_8k")
     assert hub.commits[-1]["add"] == ["README.md", "stats.png"] and all(c["revision"] == "v1" for c in hub.commits)
     sent = split_front_matter(plan.readme)[0]
     assert set(_entries(sent, "configs")) == {"other_8k", *CONFIGS}
+    assert with_image_folder_hint(other) in sent["configs"]  # a config pushed from elsewhere names the hint too
     for config in CONFIGS:  # dataset_info identical to datasets' own card update logic
         expected = _datasets_card_update(before, config, built)
         assert _entries(sent, "dataset_info")[config] == _entries(expected, "dataset_info")[config]

@@ -13,6 +13,7 @@ from mmlbdata.core.store import ImageStore
 from mmlbdata.dataset.build import store_config
 from mmlbdata.dataset.hub import FolderUploader, push_folder
 from mmlbdata.dataset.stats import image_paths
+from mmlbdata.dataset.writer import IMAGE_FOLDER_HINT
 
 # config: (family, dataset, rows). Family toy: toy_8k and toy_32k share images 0 and 2; twin_8k (another
 # dataset of the family) shares 0 and 4 with them; other_8k (family other) uses 3, 5, 6
@@ -67,7 +68,7 @@ def test_each_family_or_dataset_goes_to_its_branch_and_main_holds_the_card(built
         images = {p for c in configs for p in image_paths(built / f"{c}.metadata.parquet")}
         assert {p for p in held if p.startswith("images/")} == images  # its own images, once each
         assert {p for p in held if not p.startswith("images/")} == {
-            name for c in configs for name in (f"{c}.metadata.parquet", f"manifests/{c}.json")}
+            name for c in configs for name in (f"{c}.metadata.parquet", f"manifests/{c}.json")} | set(IMAGE_FOLDER_HINT)
     for config in CONFIGS:
         branch = next(b for b, configs in branches.items() if config in configs)
         assert f"hf://datasets/{REPO}@{branch}/{config}.metadata.parquet" in plan.readme

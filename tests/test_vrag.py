@@ -229,10 +229,8 @@ def test_cli_build_writes_a_loadable_config(viquae_root, wikitext, tmp_path, opt
 
     result = build_config("viquae_8k", {"viquae": viquae_root, "kilt": wikitext}, tmp_path / "out", limit=1,
                           options={k: str(v) for k, v in options.items()}, store_root=tmp_path / "c" / "store",
-                          tokenizer=tokenizer_path, progress=False, layout="embedded")
-    # embedded: one question is one image, and a folder whose only image family holds a single
-    # image is read by datasets as plain parquet (a draw; see FilesConfigWriter._reads_as_image_folder)
-    assert result.ok, result.error
+                          tokenizer=tokenizer_path, progress=False)
+    assert result.ok, result.error  # one question is one image: the files layout loads it all the same
     ds = datasets.load_dataset(str(tmp_path / "out"), "viquae_8k", split="test")
     assert len(ds) == 6 and ds[0]["metric"] == "sub_em" and len(ds[0]["images"]) == 1
     assert [json.loads(m)["depth"] for m in ds["meta"]] == list(DEPTHS)

@@ -126,8 +126,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except MissingExtraError as err:  # an optional dependency: one line naming the extra
         print(f"mmlb {args.command}: {err}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+    except KeyboardInterrupt:  # what the command leaves behind and how to go on, when it says (build)
+        said = getattr(args, "on_interrupt", None)
+        print(said(args) if said else "interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `mmlb list | head`: the reader left; exit quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -119,7 +119,6 @@ def dataset_problem(text: str, flag: str = "--data") -> Optional[str]:
 def built_folder_problem(folder: str, configs: Optional[Sequence[str]] = None) -> Optional[str]:
     """Why ``folder`` is not a built dataset folder holding ``configs`` (None: it is), checked before
     any work or network call: a mistyped folder is named as missing, not pushed as an empty dataset."""
-    from mmlbdata.core.suggest import did_you_mean
     from mmlbdata.dataset.stats import configs_in
 
     path = Path(folder).expanduser()
@@ -130,7 +129,34 @@ def built_folder_problem(folder: str, configs: Optional[Sequence[str]] = None) -
     if not built:
         return (f"no built config in {folder} (no <config>.metadata.parquet or data/<config>/ in "
                 f"{path.absolute()}): give the folder `mmlb build --out` wrote")
+    return unbuilt_config_problem(path, configs, built)
+
+
+def unbuilt_config_problem(path: Path, configs: Optional[Sequence[str]], there: Sequence[str]) -> Optional[str]:
+    """The first of ``configs`` not among ``there`` (the configs of the folder ``path``), named with
+    the close ones; None when all are there."""
+    from mmlbdata.core.suggest import did_you_mean
+
     for name in configs or []:
-        if name not in built:
-            return f"{folder}: config {name!r} is not built there{did_you_mean(name, built)}; built: {', '.join(built)}"
+        if name not in there:
+            listed = ", ".join(there[:10]) + (" ..." if len(there) > 10 else "")
+            return (f"config {name!r} is not built in {path.expanduser().absolute()}{did_you_mean(name, there)}; "
+                    f"configs there: {listed}")
     return None
+
+
+def local_configs_problem(data: str, configs: Optional[Sequence[str]]) -> Optional[str]:
+    """For a local ``--data`` folder, before any model or scorer is loaded: every config is one
+    it holds (built by ``mmlb build``, or listed by the README of a dataset of another shape), a
+    mistyped one named with the close ones; a folder with none (a source folder, say) is named
+    as such. None for a Hub id (``datasets`` answers for it) or when all is well."""
+    from mmlbdata.dataset.loadcheck import readme_configs
+    from mmlbdata.dataset.stats import configs_in
+
+    path = Path(data).expanduser()
+    if not path.is_dir():
+        return None
+    there = configs_in(path) or readme_configs(path)
+    if not there:
+        return built_folder_problem(data)
+    return unbuilt_config_problem(path, configs, there)

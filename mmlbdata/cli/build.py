@@ -45,7 +45,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--benchmark", default=None,
                         help="with --all: a benchmark of mmlbdata/dataset/cards/ (mmlongbench, mmneedle, mmlongbench_doc, "
                              "readbench, longvideobench)")
-    parser.add_argument("--family", action="append", default=None, help="with --all: only these families")
+    parser.add_argument("--family", action="append", default=None,
+                        help="with --all: only these families (repeatable; with --benchmark, its configs of "
+                             "these families)")
     parser.add_argument("--sources-dir", default=None, metavar="DIR",
                         help="a folder with one subfolder per source key (DIR/coco, DIR/mmlongbench_doc ...)")
     parser.add_argument("--fetch", action="store_true",
@@ -88,7 +90,32 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="with --executor ray: the cluster (auto, ray://head:10001); default "
                              "$RAY_ADDRESS or a new local Ray")
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, on_interrupt=interrupted)
+
+
+def interrupted(args: argparse.Namespace) -> str:
+    """What Ctrl-C leaves in --out: the asked configs that are complete there (each is written
+    whole, then listed), the others, and the command that builds only those."""
+    import shlex
+
+    from mmlbdata.dataset.stats import configs_in
+
+    out = Path(args.out)
+    asked = getattr(args, "selected", None) or args.configs or []
+    there = set(configs_in(out)) if out.is_dir() else set()
+    done, rest = [n for n in asked if n in there], [n for n in asked if n not in there]
+    lines = [f"interrupted: the config being built was dropped (no partial file is left; a previous build of it, "
+             f"if any, is kept). {absolute(out)} holds {len(done)} of the {len(asked)} asked config(s) complete"
+             + (f": {', '.join(done[:8])}{' ...' if len(done) > 8 else ''}" if done else "")]
+    if sorted(out.glob(".mmlb-relayout-*.pending")):
+        lines.append("  images were being moved between partitions: every config loads as before, and the next "
+                     "build into the folder finishes the move")
+    if rest:
+        argv = [a for a in getattr(args, "argv", None) or [] if a not in done]
+        again = "mmlb " + " ".join(shlex.quote(a) for a in argv) if argv else "the same command"
+        lines.append(f"  not built: {', '.join(rest[:8])}{' ...' if len(rest) > 8 else ''}; to build them: {again}"
+                     + (" (complete configs are kept)" if args.all else ""))
+    return "\n".join(lines)
 
 
 def _exit_on_sigterm() -> None:
@@ -113,7 +140,16 @@ def run(args: argparse.Namespace) -> int:
     if not args.all and not args.configs:
         print("error: name configs to build, or use --all (see `mmlb list`)", file=sys.stderr)
         return 2
-    # every path given, then the tokenizer: checked before any download, cluster or build
+    # the selection and every path given, then the tokenizer: checked before any download, cluster or build
+    try:
+        args.selected = (select_configs(benchmark=args.benchmark, families=args.family, patterns=args.configs or None)
+                         if args.all else None)
+    except UnknownConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if args.all and not args.selected:
+        print("error: no config matches the selection (see `mmlb list`)", file=sys.stderr)
+        return 2
     problem = sources_problem(args.source, None if args.fetch else args.sources_dir)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
@@ -138,7 +174,33 @@ def run(args: argparse.Namespace) -> int:
     except UnknownConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    return print_summary(results, args.out)
+    return max(print_summary(results, args.out), check_folder_loads(args.out))
+
+
+def check_folder_loads(out: str) -> int:
+    """The build's last check: every config the folder's README lists loads with the installed
+    ``datasets`` (dataset/loadcheck.py), so a layout that a ``datasets`` release stops reading is
+    caught here, not by the folder's users. 1 when some config does not."""
+    import datasets
+
+    from mmlbdata.dataset.loadcheck import load_problems, readme_configs
+
+    names = readme_configs(Path(out))
+    if not names:
+        return 0
+    problems = load_problems(out, names)
+    if not problems:
+        print(f"checked: the {len(names)} config(s) of {absolute(out)} load with datasets {datasets.__version__}",
+              file=sys.stderr)
+        return 0
+    print(f"error: {len(problems)} of the {len(names)} config(s) of {absolute(out)} do not load with datasets "
+          f"{datasets.__version__} (their files are complete; datasets reads the folder otherwise than "
+          "mmlbdata wrote it for):", file=sys.stderr)
+    for name, why in sorted(problems.items()):
+        print(f"  {name}: {why}", file=sys.stderr)
+    print("  install a datasets version this mmlbdata is tested with (4.0 to 5.2: pip install 'datasets>=4.0,<5.3') and "
+          "report the problem", file=sys.stderr)
+    return 1
 
 
 def sources_problem(given: list[tuple[str, str]], sources_dir: str | None) -> str | None:
@@ -165,8 +227,7 @@ def fetch_first(args: argparse.Namespace) -> int:
         print("error: --fetch needs --sources-dir DIR (where the sources are downloaded)", file=sys.stderr)
         return 2
     try:
-        names = (select_configs(benchmark=args.benchmark, families=args.family, patterns=args.configs or None)
-                 if args.all else args.configs)
+        names = args.selected if args.all else args.configs
         report, paths = fetch_needed(families_for_configs(names), args.sources_dir,
                                      FetchOptions(progress=not args.no_progress))
     except UnknownConfigError as err:
@@ -179,12 +240,8 @@ def fetch_first(args: argparse.Namespace) -> int:
 
 def run_all(args: argparse.Namespace, common: dict) -> int:
     started = time.perf_counter()
-    names = select_configs(benchmark=args.benchmark, families=args.family, patterns=args.configs or None)
-    if not names:
-        print("error: no config matches the selection (see `mmlb list`)", file=sys.stderr)
-        return 2
     sources = sources_from_dir(args.sources_dir, dict(args.source))
-    results = build_all(names, sources, args.out, force=args.force, **common)
+    results = build_all(args.selected, sources, args.out, force=args.force, **common)
     print(summary_table(results, time.perf_counter() - started))
     failed = [r for r in results if r.status == "failed"]
     for r in results:
@@ -194,7 +251,7 @@ def run_all(args: argparse.Namespace, common: dict) -> int:
         print(f"note: {unsourced} config(s) not built for lack of sources: give each key a folder under "
               "--sources-dir (or --source KEY=PATH; keys and layouts: `mmlb list --sources`), or add "
               "--fetch to download them first", file=sys.stderr)
-    return 1 if failed or not any(r.ok for r in results) else 0
+    return max(1 if failed or not any(r.ok for r in results) else 0, check_folder_loads(args.out))
 
 
 def parse_size(text: str) -> int:

@@ -19,7 +19,7 @@ import os
 import sys
 from pathlib import Path
 
-from mmlbdata.cli._common import absolute, dataset_problem
+from mmlbdata.cli._common import absolute, dataset_problem, local_configs_problem
 from mmlbdata.core.extras import MissingExtraError
 from mmlbdata.official.protocol import DEFAULT as DEFAULT_PROTOCOL
 from mmlbdata.official.protocol import PROTOCOLS
@@ -150,7 +150,7 @@ def input_problem(args) -> str | None:
     if not predictions.is_file():
         what = "is a folder, not a file" if predictions.is_dir() else "not found"
         return f"predictions file {what}: {predictions.absolute()}"
-    return dataset_problem(args.data)
+    return dataset_problem(args.data) or local_configs_problem(args.data, args.config)
 
 
 def nothing_scored(result: dict) -> str | None:
@@ -158,6 +158,10 @@ def nothing_scored(result: dict) -> str | None:
     if any(r["answered"] for r in result["configs"].values()):
         return None
     lines = ["nothing could be scored: no prediction matches an example of " + ", ".join(result["configs"])]
+    other = result.get("problems", {}).get("other_configs")
+    if other:  # the lines name another config: --config picked the wrong one, or the lines say the wrong one
+        lines.append(f"  the predictions' lines name config(s) {', '.join(other)}, not {', '.join(result['configs'])}: "
+                     f"score them with --config {other[0]}, or correct the lines' \"config\"")
     for config, r in result["configs"].items():
         unknown = r["problems"]["unknown_ids"]
         if unknown:

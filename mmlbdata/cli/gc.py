@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
+from mmlbdata.cli._common import built_folder_problem
 from mmlbdata.core.report import human_bytes
+from mmlbdata.dataset.build import finish_relayouts, pending_relayouts
 from mmlbdata.dataset.cleanup import FolderBusyError, apply_cleanup, plan_cleanup
 from mmlbdata.dataset.stats import DamagedShardError
 
@@ -33,7 +36,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    problem = None if Path(args.folder).is_dir() else built_folder_problem(args.folder)  # a mistyped folder
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 1
     try:
+        pending = pending_relayouts(args.folder)
+        if pending and args.delete:  # first, as the next build would: then the unused images are known
+            for group in finish_relayouts(args.folder):
+                print(f"finished the re-partitioning of images/{group} that a failed or killed build left")
         plan = plan_cleanup(args.folder)
         if args.delete and not plan.empty:
             apply_cleanup(plan)
@@ -51,6 +62,9 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         for relative in plan.unused_images + plan.staging:
             print(f"  {relative}")
-    if not args.delete and not plan.empty:
+    if pending and not args.delete:
+        print(f"would finish the re-partitioning of images/{', images/'.join(pending)} that a failed or killed build "
+              "left (every config loads meanwhile)")
+    if not args.delete and (not plan.empty or pending):
         print(f"dry run: nothing removed; `mmlb gc {args.folder} --delete` removes them")
     return 0

@@ -6,16 +6,22 @@ import re
 import sys
 
 from mmlbdata.cli._common import absolute, built_folder_problem
+from mmlbdata.dataset.card import DEFAULT_BODY_MARK
 from mmlbdata.dataset.hub import FolderUploader, push_folder
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "push", help="publish a built folder to the Hugging Face Hub",
-        description="Upload each config of a built folder as one commit (its parquet shards as built, "
-                    "image bytes embedded, and its manifest), then the card (README.md, stats.png). "
-                    "Resumable: a config already on the Hub with the same build fingerprint is skipped. "
-                    "The token comes from `hf auth login` or HF_TOKEN; it is never printed.")
+        description="Upload a built folder's configs, then the card (README.md, stats.png). Files layout (the "
+                    "default of `mmlb build`): the image files the repository lacks go first, in commits of at "
+                    "most 100 files (an image shared by configs is sent once), then one commit per config "
+                    "holds its <config>.metadata.parquet and manifest; images no config of the repository uses "
+                    "are then deleted. Embedded layout: one commit per config holds its parquet shards (image "
+                    "bytes inside) and manifest. Resumable: a config already on the Hub with the same build "
+                    "fingerprint is skipped, images already there are not sent again. Without `mmlb card` "
+                    "first, the card is the placeholder `mmlb build` writes (said when pushed). The token comes "
+                    "from `hf auth login` or HF_TOKEN; it is never printed.")
     parser.add_argument("folder", help="a folder written by `mmlb build` (run `mmlb card` first for the card)")
     parser.add_argument("--repo", required=True, help="Hub dataset repo id, e.g. org/mmlb")
     parser.add_argument("--config", action="append", default=None, help="only these configs")
@@ -92,4 +98,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{'would remove' if args.dry_run else 'removed'} {len(plan.removed)} image(s) no config of the repo uses")
     if plan.kept_unused_for:
         print(f"kept the repo's unused images: it holds config(s) built elsewhere ({', '.join(plan.kept_unused_for)})")
+    if DEFAULT_BODY_MARK in plan.readme:
+        print(f"note: the card {'that would be sent' if args.dry_run else 'sent'} is the placeholder `mmlb build` writes "
+              f"(no `mmlb card` was run on {args.folder}): run `mmlb card {args.folder} --repo {args.repo}`, then "
+              "push again, for the full card (configs already there are skipped)", file=sys.stderr)
     return 0

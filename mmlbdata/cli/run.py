@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import logging
 import sys
+from pathlib import Path
 from typing import Optional
 
-from mmlbdata.cli._common import dataset_problem, positive_int
+from mmlbdata.cli._common import dataset_problem, local_configs_problem, positive_int
 
 log = logging.getLogger(__name__)
 
@@ -183,13 +184,26 @@ def make_backend(args):
     return build(backend_options(args))
 
 
+def readme_predates_hint(data: str) -> str | None:
+    """The run reads a local folder with ``datasets``, as a user does: a README written before the
+    image-folder hint (issue 43) may make it read the whole folder as plain parquet (a CastError
+    deep in the first batch); said up front, with the one command that mends it."""
+    from mmlbdata.dataset.card import entries_without_hint
+
+    if not Path(data).expanduser().is_dir() or not entries_without_hint(Path(data).expanduser()):
+        return None
+    return (f"the README of {data} was written by an earlier mmlbdata (its entries lack imagefolder-hint/), so "
+            f"datasets may read the folder as plain parquet; `mmlb card {data}` rewrites it, then run again")
+
+
 def run(args) -> int:
     from mmlbdata.runner.backends import describe_profile, server_url
     from mmlbdata.runner.core import run as run_configs
 
     # per-config throughput lines even when the CLI logs warnings only
     logging.getLogger("mmlbdata.runner").setLevel(logging.INFO)
-    problem = dataset_problem(args.data)  # before a model is loaded
+    problem = dataset_problem(args.data) or local_configs_problem(args.data, args.config) \
+        or readme_predates_hint(args.data)  # before a model is loaded
     if problem:
         print(f"mmlb run: {problem}", file=sys.stderr)
         return 2

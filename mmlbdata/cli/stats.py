@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mmlbdata.cli._common import absolute, built_folder_problem
 from mmlbdata.core.extras import MissingExtraError
+from mmlbdata.dataset.card import entries_without_hint
 from mmlbdata.dataset.demo import DEMO_NOTE, demo_configs
 from mmlbdata.dataset.stats import DamagedShardError, configs_in, folder_distributions, plot_distributions
 
@@ -46,6 +47,11 @@ def run(args: argparse.Namespace) -> int:
         fill = f"{s['fill_ratio']:.3f}" if s["rows_with_length"] else "-"
         print(f"{s['config']:<36} {s['rows']:>6} {s['images_per_row']:>8.1f} {s['tokens_min']:>7} "
               f"{s['tokens_mean']:>8.0f} {s['tokens_max']:>7} {fill:>6}")
+    stale = entries_without_hint(folder)
+    if stale:
+        print(f"note: the README of {folder} was written by an earlier mmlbdata ({len(stale)} entries without "
+              "imagefolder-hint/): datasets may read the whole folder as plain parquet; `mmlb card` on it, or any "
+              "`mmlb build` into it, rewrites the entries", file=sys.stderr)
     demo = demo_configs(folder, names)
     if demo:
         print(f"\n{DEMO_NOTE}\n  demo configs: {', '.join(demo)}")

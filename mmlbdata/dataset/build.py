@@ -34,11 +34,7 @@ from mmlbdata.core.report import BuildReport, source_label
 from mmlbdata.core.schema import FEATURES
 from mmlbdata.core.store import ImageStore
 from mmlbdata.dataset.demo import is_demo
-from mmlbdata.dataset.partitions import (
-    family_lock_path,
-    image_group_of,
-    relayout_pending_path,
-)
+from mmlbdata.dataset.partitions import config_lock_path, image_group_of
 from mmlbdata.dataset.registry import UnknownConfigError, all_configs, resolve
 from mmlbdata.dataset.stats import image_paths, shard_files
 from mmlbdata.dataset.writer import (
@@ -70,7 +66,10 @@ class EmptyBuildError(RuntimeError):
     """A config produced no example at all."""
 
 
-def _progress(rows: Iterable[dict], config: str, enabled: bool) -> Iterator[dict]:
+def _progress(rows: Iterable[dict], config: str, enabled: bool, builder: Any = None) -> Iterator[dict]:
+    """A bar over the rows built, with a total (and so an ETA) once the builder knows how many
+    rows it will make (its ``expected_rows``: e.g. questions x depths, or ``--limit`` where that
+    caps rows; often known only once the source is read, so it is looked up as rows come)."""
     if not enabled:
         yield from rows
         return
@@ -78,6 +77,9 @@ def _progress(rows: Iterable[dict], config: str, enabled: bool) -> Iterator[dict
 
     with tqdm(desc=config, unit=" ex", dynamic_ncols=True) as bar:
         for row in rows:
+            total = getattr(builder, "expected_rows", None)
+            if total is not None and total != bar.total:
+                bar.total = max(total, bar.n + 1)
             bar.update(1)
             yield row
 
@@ -130,7 +132,7 @@ def build_config(
                                 num_proc=num_proc)
         manifest = {**build_parameters(entry, sources, seed=seed, limit=limit, options=options),
                     "provenance": provenance}
-        rows = _count_rows(_progress(builder.generate(), entry.name, progress), entry.name)
+        rows = _count_rows(_progress(builder.generate(), entry.name, progress, builder), entry.name)
 
         def learnt_while_generating() -> dict[str, Any]:
             """The builder's notes (``manifest_extra``: the release file it read ...) and the report."""
@@ -175,10 +177,6 @@ def describe_failure(config: str, out_dir: os.PathLike, err: BaseException) -> s
     return f"{type(err).__name__}: {err}"
 
 
-def config_lock_path(out_dir: os.PathLike, config: str) -> Path:
-    return Path(out_dir) / f".mmlb-{config}.lock"
-
-
 def store_config(out_dir: os.PathLike, config: str, rows: Iterable[dict], features: Features = FEATURES, *,
                  manifest: Optional[Mapping[str, Any]] = None,
                  after_rows: Optional[Callable[[], Mapping[str, Any]]] = None,
@@ -188,39 +186,46 @@ def store_config(out_dir: os.PathLike, config: str, rows: Iterable[dict], featur
     The manifest is ``manifest`` plus what ``after_rows()`` returns, called once the last row is
     written: what is known only then (the build report's skipped records, the release file a
     builder read) is recorded as it really was. If anything fails, the config's partial shards
-    are gone and a folder this call created is not left behind empty.
+    are gone and a folder this call created is not left behind empty. In the files layout the
+    manifest and README steps run under the family's lock, around the moment the metadata is
+    put in place (writer.FilesConfigWriter.close), so no other build re-partitions in between.
     """
     out_dir = Path(out_dir)
     created = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
     # the files layout shares one image tree per family: every length of it stores an image once
     writer_options.setdefault("image_group", image_group_of((manifest or {}).get("family")))
+    from mmlbdata.dataset.card import sync_readme, update_readme
+
+    def record(stats: ConfigStats) -> None:
+        # facts of this run (wall-clock time; image files this build added, which depends on what
+        # the folder held before, e.g. on the order configs sharing images were built) stay out
+        # of the manifest so that rebuilds give byte-identical manifests
+        content = {**(manifest or {}), **(after_rows() if after_rows else {}),
+                   "stats": {k: v for k, v in stats.to_dict().items() if k not in RUN_ONLY_STATS}}
+        write_manifest(out_dir, config, content)
+
+    def before_place(stats: ConfigStats) -> None:
+        record(stats)
+        if metadata_path(out_dir, config).is_file():  # a rebuild: the entry must fit both builds meanwhile
+            update_readme(out_dir, config, features, stats, written=True, sizes=False)
+
+    def after_place(stats: ConfigStats) -> None:
+        refreshed = refresh_relaid_manifests(out_dir, stats.relayout)
+        update_readme(out_dir, config, features, stats, written=True)
+        if (stats.relayout or {}).get("check_all"):  # after a failed build: its entries may lag its manifests
+            refreshed = sorted(set(built_configs(out_dir)["files"]) - {config})
+        if refreshed:  # entries as the folder has them now
+            sync_readme(out_dir, refreshed)
+
     try:
         with locks.hold(config_lock_path(out_dir, config), what=f"another build of {config} into {out_dir}"):
-            stats = write_config(out_dir, config, rows, features, **writer_options)
-            # facts of this run (wall-clock time; image files this build added, which depends on what
-            # the folder held before, e.g. on the order configs sharing images were built) stay out
-            # of the manifest so that rebuilds give byte-identical manifests
-            content = {**(manifest or {}), **(after_rows() if after_rows else {}),
-                       "stats": {k: v for k, v in stats.to_dict().items() if k not in RUN_ONLY_STATS}}
-            write_manifest(out_dir, config, content)
-            from mmlbdata.dataset.card import sync_readme, update_readme
-
             if (writer_options.get("layout") or DEFAULT_LAYOUT) == "files":
-                def entries(relaid: list[str]) -> None:
-                    # under the family's lock. A parallel build that re-partitioned this config after
-                    # it was written has refreshed its manifest: the writer's partitions and sizes
-                    # are then stale, and the entry is read from the folder as it is now
-                    now = ((read_manifest(out_dir, config) or {}).get("stats") or {}).get("fingerprint")
-                    moved = config in relaid or now != stats.fingerprint
-                    if not moved:
-                        update_readme(out_dir, config, features, stats, written=True)
-                    if relaid or moved:  # entries as the folder has them now
-                        sync_readme(out_dir, sorted(set(relaid) | ({config} if moved else set())))
-
-                refresh_relaid_manifests(out_dir, writer_options["image_group"], stats.relayout, entries)
-            else:
-                update_readme(out_dir, config, features, stats, written=True)
+                return write_config(out_dir, config, rows, features, before_place=before_place,
+                                    after_place=after_place, **writer_options)
+            stats = write_config(out_dir, config, rows, features, **writer_options)
+            record(stats)
+            update_readme(out_dir, config, features, stats, written=True)
         return stats
     except BaseException:
         if created:
@@ -231,39 +236,56 @@ def store_config(out_dir: os.PathLike, config: str, rows: Iterable[dict], featur
 RUN_ONLY_STATS = ("seconds", "images_written", "image_dirs", "relayout")
 
 
-def refresh_relaid_manifests(out_dir: Path, group: str, relayout: Optional[dict],
-                             readme: Optional[Callable[[list[str]], None]] = None) -> list[str]:
-    """Configs whose metadata a build's re-partitioning rewrote (their images moved to an earlier
-    config's partition) after their manifest was written: their manifests get the new metadata's
-    fingerprint and size, so push uploads them and resume keeps them; returned for their README
-    entries. ``relayout`` (the writer's ``stats.relayout``): the configs it rewrote are checked;
-    every built config is when another build's mark was found (one killed before this refresh, or
-    running beside this one), so the next build repairs a folder. The mark goes once the build that
-    wrote it last has refreshed. ``readme(refreshed)``: the README entries, written before the
-    family's lock is released (a parallel build's re-partitioning would otherwise move images
-    between an entry's partitions being read and the entry being written)."""
+def refresh_relaid_manifests(out_dir: Path, relayout: Optional[dict]) -> list[str]:
+    """Configs whose metadata a build's re-partitioning rewrote (their images have new paths)
+    after their manifest was written: their manifests get the new metadata's fingerprint and
+    size, so push uploads them and resume keeps them; returned for their README entries.
+    ``relayout`` (the writer's ``stats.relayout``): the configs it rewrote are checked; every
+    built config is when it found the journal of a re-partitioning that a killed or failed build
+    left, so the next build repairs a folder. The caller holds the family's lock."""
+    relayout = relayout or {"relaid": [], "check_all": True}
+    names = sorted(built_configs(out_dir)["files"]) if relayout["check_all"] else sorted(relayout["relaid"])
     refreshed = []
-    with locks.hold(family_lock_path(out_dir, group)):
-        relayout = relayout or {"relaid": [], "token": None, "check_all": True}
-        names = sorted(built_configs(out_dir)["files"]) if relayout["check_all"] else sorted(relayout["relaid"])
-        for name in names:
-            manifest = read_manifest(out_dir, name)
-            path = metadata_path(out_dir, name)
-            stats = (manifest or {}).get("stats") or {}
-            digest = file_digest(path, "sha256") if manifest and path.is_file() else None
-            if digest is None or stats.get("fingerprint") == digest:
-                continue
-            size = path.stat().st_size
-            stats.update(fingerprint=digest, metadata_bytes=size,
-                         num_bytes=stats.get("num_bytes", 0) - stats.get("metadata_bytes", 0) + size)
-            write_manifest(out_dir, name, {**manifest, "stats": stats})
-            refreshed.append(name)
-        mark = relayout_pending_path(out_dir, group)
-        if mark.exists() and mark.read_text() in (relayout["token"], ""):  # a later build's mark stays
-            mark.unlink()
-        if readme is not None:
-            readme(refreshed)
+    for name in names:
+        manifest = read_manifest(out_dir, name)
+        path = metadata_path(out_dir, name)
+        stats = (manifest or {}).get("stats") or {}
+        digest = file_digest(path, "sha256") if manifest and path.is_file() else None
+        if digest is None or stats.get("fingerprint") == digest:
+            continue
+        size = path.stat().st_size
+        stats.update(fingerprint=digest, metadata_bytes=size,
+                     num_bytes=stats.get("num_bytes", 0) - stats.get("metadata_bytes", 0) + size)
+        write_manifest(out_dir, name, {**manifest, "stats": stats})
+        refreshed.append(name)
     return refreshed
+
+
+def pending_relayouts(out_dir: os.PathLike) -> list[str]:
+    """The image groups whose re-partitioning a failed or killed build left unfinished (journal)."""
+    prefix, suffix = ".mmlb-relayout-", ".pending"
+    return sorted(p.name[len(prefix):-len(suffix)] for p in Path(out_dir).glob(f"{prefix}*{suffix}"))
+
+
+def finish_relayouts(out_dir: os.PathLike) -> list[str]:
+    """Finish what :func:`pending_relayouts` names, as the next build of each family would: the
+    re-partitioning redone from the metadata as they are, every manifest and README entry
+    refreshed, what the journal lists that no metadata names removed. Returns the groups done."""
+    from mmlbdata.dataset.card import sync_readme
+    from mmlbdata.dataset.partitions import Relayout, family_lock_path
+
+    out_dir = Path(out_dir)
+    done = []
+    for group in pending_relayouts(out_dir):
+        with locks.hold(family_lock_path(out_dir, group)):
+            relayout = Relayout(out_dir, group).plan()
+            relayout.link()
+            relayout.rewrite()
+            refresh_relaid_manifests(out_dir, {"relaid": relayout.changed, "check_all": True})
+            sync_readme(out_dir, sorted(built_configs(out_dir)["files"]))
+            relayout.finish()
+        done.append(group)
+    return done
 
 
 def available_cpus() -> int:
@@ -397,19 +419,33 @@ def _files_config_complete(out_dir: Path, name: str, stats: Mapping[str, Any]) -
 
 def select_configs(*, benchmark: Optional[str] = None, families: Optional[list[str]] = None,
                    patterns: Optional[list[str]] = None) -> list[str]:
-    """Every registered config of ``benchmark`` (its card template's families) or ``families``."""
+    """Every registered config of ``benchmark`` (its card template's families), only of
+    ``families`` when given (both given: the benchmark's configs of those families). An unknown
+    benchmark or family, or a family the benchmark does not cover, raises with the close names."""
     import fnmatch
 
+    from mmlbdata.core.suggest import did_you_mean
 
+    registered = all_configs()
+    every_family = sorted({entry.family for entry in registered.values()})
+    for family in families or []:
+        if family not in every_family:
+            raise UnknownConfigError(f"unknown family {family!r}{did_you_mean(family, every_family)}; "
+                                     f"known: {', '.join(every_family)}")
     wanted = set(families or [])
     if benchmark:
         from mmlbdata.dataset.card import benchmark_families
 
         known = benchmark_families()
         if benchmark not in known:
-            raise UnknownConfigError(f"unknown benchmark {benchmark!r}; known: {', '.join(known)}")
-        wanted |= set(known[benchmark])
-    names = [name for name, entry in all_configs().items() if not wanted or entry.family in wanted]
+            raise UnknownConfigError(f"unknown benchmark {benchmark!r}{did_you_mean(benchmark, list(known))}; "
+                                     f"known: {', '.join(known)}")
+        outside = sorted(wanted - set(known[benchmark]))
+        if outside:
+            raise UnknownConfigError(f"family {outside[0]!r} is not part of benchmark {benchmark!r} (its families: "
+                                     f"{', '.join(known[benchmark])})")
+        wanted = wanted or set(known[benchmark])
+    names = [name for name, entry in registered.items() if not wanted or entry.family in wanted]
     if patterns:
         names = [n for n in names if any(fnmatch.fnmatch(n, p) for p in patterns)]
     return names
@@ -466,7 +502,20 @@ def build_all(names: list[str], sources: Mapping[str, os.PathLike], out_dir: os.
         built = build_configs(todo, sources, out_dir, num_proc=num_proc, seed=seed, limit=limit,
                               options=options, **kwargs)
         results.update({r.config: r for r in built})
+        for result in built:
+            if result.ok and result.stats is not None:
+                result.stats = as_recorded(out_dir, result.stats)
     return [results[n] for n in names]
+
+
+def as_recorded(out_dir: os.PathLike, stats: ConfigStats) -> ConfigStats:
+    """A built config's statistics as its manifest holds them now: a config built later in the
+    same run may have moved its shared images to a new partition, rewriting its metadata (and
+    refreshing its manifest's size), so the summary says what a rerun, which keeps it, says."""
+    recorded = (read_manifest(out_dir, stats.config) or {}).get("stats") or {}
+    known = {f.name for f in dataclass_fields(ConfigStats)} - set(RUN_ONLY_STATS)
+    return ConfigStats(**{**{f.name: getattr(stats, f.name) for f in dataclass_fields(ConfigStats)},
+                          **{k: v for k, v in recorded.items() if k in known}})
 
 
 def summary_table(results: list[ConfigResult], seconds: float) -> str:

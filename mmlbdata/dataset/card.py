@@ -31,6 +31,7 @@ from mmlbdata.core.report import human_bytes
 from mmlbdata.dataset.demo import is_demo
 from mmlbdata.dataset.partitions import partition_dirs
 from mmlbdata.dataset.writer import (
+    IMAGE_FOLDER_HINT,
     IMAGES_DIR,
     SPLIT,
     ConfigStats,
@@ -38,6 +39,7 @@ from mmlbdata.dataset.writer import (
     metadata_filename,
     metadata_path,
     read_manifest,
+    write_image_folder_hint,
 )
 
 DEFAULT_BODY_MARK = "<!-- mmlb:default-body -->"
@@ -86,12 +88,14 @@ def join_front_matter(meta: dict[str, Any], body: str) -> str:
 
 
 def config_yaml_entries(config: str, features: Features, stats: ConfigStats,
-                        image_dirs: Optional[list[str]] = None) -> tuple[dict, dict]:
+                        image_dirs: Optional[list[str]] = None, sizes: bool = True) -> tuple[dict, dict]:
     """The ``configs`` and ``dataset_info`` entries of one config (``image_dirs``: the
-    ``images/<group>`` folders a files-layout config uses; None for an embedded config)."""
+    ``images/<group>`` folders a files-layout config uses; None for an embedded config).
+    ``sizes=False``: no split sizes, which ``datasets`` checks the rows against
+    (NonMatchingSplitsSizesError): an entry that fits a config's previous build and its rebuild alike."""
     splits = SplitDict()
     splits.add(SplitInfo(name=SPLIT, num_bytes=stats.num_bytes, num_examples=stats.num_rows))
-    info = DatasetInfo(features=features, splits=splits,
+    info = DatasetInfo(features=features, splits=splits if sizes else None,
                        download_size=stats.num_bytes, dataset_size=stats.num_bytes)
     info_entry = {"config_name": config, **info._to_yaml_dict()}
     return config_data_entry(config, image_dirs), info_entry
@@ -99,13 +103,32 @@ def config_yaml_entries(config: str, features: Features, stats: ConfigStats,
 
 def config_data_entry(config: str, image_dirs: Optional[list[str]]) -> dict:
     """Where ``datasets`` finds the config's rows. Files layout: its metadata file (named in
-    ``metadata_filenames`` so configs sharing a folder do not read each other's) and its image
-    folders, which make ``datasets`` pick its folder-based image builder; embedded: its shards."""
+    ``metadata_filenames`` so configs sharing a folder do not read each other's), the two PNGs of
+    :data:`~mmlbdata.dataset.writer.IMAGE_FOLDER_HINT` (so ``datasets`` picks its folder-based image
+    builder for the whole folder whichever config is listed first, text-only ones included) and
+    its image partitions; embedded: its shards."""
     if image_dirs is None:
         return {"config_name": config, "data_files": [{"split": SPLIT, "path": data_files_pattern(config)}]}
-    paths = [metadata_filename(config)] + [f"{folder}/**" for folder in image_dirs]
+    paths = [metadata_filename(config), *IMAGE_FOLDER_HINT] + [f"{folder}/**" for folder in image_dirs]
     return {"config_name": config, "data_files": [{"split": SPLIT, "path": paths}],
             "metadata_filenames": [metadata_filename(config)], "decode_num_threads": STREAM_DECODE_THREADS}
+
+
+def with_image_folder_hint(entry: dict) -> dict:
+    """A files-layout ``configs`` entry written before the hint existed (metadata, then partitions:
+    a folder built by an earlier mmlbdata) with the hint's files after its metadata, as
+    :func:`config_data_entry` writes it; any other entry as it is."""
+    if not entry.get("metadata_filenames"):
+        return entry
+    for split in entry.get("data_files") or []:
+        paths = split.get("path") if isinstance(split, dict) else None
+        if not isinstance(paths, list) or not paths or not isinstance(paths[0], str):
+            continue
+        location = paths[0][:paths[0].rfind("/") + 1]  # hf://datasets/<repo>@<branch>/ on a branch's card
+        hint = [location + name for name in IMAGE_FOLDER_HINT]
+        if not set(hint) <= set(paths):
+            split["path"] = paths[:1] + hint + [p for p in paths[1:] if p not in hint]
+    return entry
 
 
 def config_image_dirs(folder: os.PathLike, config: str) -> Optional[list[str]]:
@@ -131,24 +154,22 @@ def image_dirs(names: Optional[Iterable[str]]) -> Optional[list[str]]:
 
 def _upsert(entries: list[dict], entry: dict) -> list[dict]:
     kept = [e for e in entries if e.get("config_name") != entry["config_name"]]
-    return sorted(kept + [entry], key=_listing_order)
+    return sorted(kept + [entry], key=lambda e: e.get("config_name", ""))
 
 
-def _listing_order(entry: dict) -> tuple[bool, str]:
-    """Configs whose data files name images first, then by name.
-
-    ``datasets`` picks one builder for a whole folder from the data files of the first config
-    listed. A files-layout config without images names its metadata file alone, so listed first it
-    would make the folder plain parquet and no image config would load; listed after an image
-    config it loads through the image builder like the others, with ``images: []``. (``dataset_info``
-    entries carry no data files and simply follow names.)"""
-    names_images = any(len(split.get("path", [])) > 1 and isinstance(split.get("path"), list)
-                       for split in entry.get("data_files", []) if isinstance(split, dict))
-    return (not names_images, entry.get("config_name", ""))
+def entries_without_hint(folder: os.PathLike) -> list[str]:
+    """The files-layout configs whose README entry does not name the image-folder hint (a folder
+    built by an earlier mmlbdata: datasets may read all of it as plain parquet until its README is
+    rewritten, which any build into it, or ``mmlb card``, does)."""
+    readme = Path(folder) / "README.md"
+    meta, _ = split_front_matter(readme.read_text(encoding="utf-8")) if readme.is_file() else ({}, "")
+    return sorted(entry.get("config_name", "") for entry in meta.get("configs") or []
+                  if isinstance(entry, dict) and entry.get("metadata_filenames")
+                  and with_image_folder_hint(json.loads(json.dumps(entry))) != entry)
 
 
 def update_readme(out_dir: os.PathLike, config: str, features: Features, stats: ConfigStats,
-                  written: bool = False) -> Path:
+                  written: bool = False, sizes: bool = True) -> Path:
     """Add or replace ``config`` in the folder's README front matter (atomic write).
     ``written``: ``stats`` come from the writer that has just written the config, which knows its
     image partitions (the build passes it, so the metadata file is not read back); otherwise the
@@ -156,7 +177,7 @@ def update_readme(out_dir: os.PathLike, config: str, features: Features, stats: 
     dirs = written_image_dirs(stats) if written else None
     if dirs is None and (not written or stats.layout == "files"):  # not known from the writer: read
         dirs = config_image_dirs(out_dir, config)
-    entries = config_yaml_entries(config, features, stats, dirs)
+    entries = config_yaml_entries(config, features, stats, dirs, sizes)
     return _upsert_readme(Path(out_dir) / "README.md", [entries])
 
 
@@ -183,6 +204,9 @@ def _upsert_readme(path: Path, entries: list[tuple[dict, dict]]) -> Path:
             infos = [infos]
         for config_entry, info_entry in entries:
             configs, infos = _upsert(configs, config_entry), _upsert(infos, info_entry)
+        configs = [with_image_folder_hint(entry) for entry in configs]  # entries of an older build too
+        if any(entry.get("metadata_filenames") for entry in configs):
+            write_image_folder_hint(path.parent)
         meta["configs"], meta["dataset_info"] = configs, infos
         if configs and (not body.strip() or body.startswith(DEFAULT_BODY_MARK)):
             # the placeholder names the first config in sorted order, so the README does not
@@ -461,5 +485,7 @@ def render_card(folder: os.PathLike, *, benchmark: Optional[str] = None, repo_id
     card = DatasetCard(f"---\n{card_data.to_yaml()}\n---\n\n{body.strip()}\n")
     path = folder / "README.md"
     with locks.hold(readme_lock_path(path)):
+        if any(c.get("metadata_filenames") for c, _ in entries):
+            write_image_folder_hint(folder)
         _write_atomic(path, str(card))
     return path

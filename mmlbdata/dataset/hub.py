@@ -47,6 +47,8 @@ from mmlbdata.core.paths import resolve_inside
 from mmlbdata.dataset.demo import demo_configs
 from mmlbdata.dataset.stats import configs_in, image_paths, is_files_layout, shard_files
 from mmlbdata.dataset.writer import (
+    HINT_PNG,
+    IMAGE_FOLDER_HINT,
     IMAGES_DIR,
     METADATA_SUFFIX,
     SPLIT,
@@ -260,6 +262,11 @@ def push_folder(folder: os.PathLike, repo_id: str, *, configs: Optional[list[str
     check_repo_id(repo_id)
     check_revision(revision)
     folder = Path(folder)
+    pending = sorted(folder.glob(".mmlb-relayout-*.pending"))
+    if pending:  # manifests may lag the metadata: push would skip or delete by stale fingerprints
+        raise ValueError(f"{folder}: a failed or killed build left a re-partitioning of its images unfinished "
+                         f"({pending[0].name}); every config loads, but its manifests may lag: finish it with "
+                         f"`mmlb gc {folder} --delete` (or any build into the folder), then push")
     names = configs or configs_in(folder)
     missing = [n for n in names if not shard_files(folder, n)]
     if missing:
@@ -318,6 +325,7 @@ def _push_files(folder: Path, repo_id: str, names: list[str], uploader: RepoUplo
     check_one_layout_on_hub(folder, names, remote_files, repo_id)
     # each config's own files on the Hub, indexed once: the repo may hold ~10^5 images besides them
     remote_configs = remote_config_files(remote_files)
+    _push_image_folder_hint(folder, names, repo_id, uploader, revision, num_threads, remote_files, plan)
     for name in names:
         fingerprint = build_fingerprint(folder, name)
         if not force and _remote_fingerprint(uploader, repo_id, name, revision, remote_files) == fingerprint:
@@ -339,6 +347,21 @@ def _push_files(folder: Path, repo_id: str, names: list[str], uploader: RepoUplo
         on_hub = [n for n in configs_in(folder) if n in plan.configs or n in plan.skipped or n in remote_configs]
         _push_card(folder, repo_id, uploader, on_hub, revision, num_threads, plan, README in remote_files)
     return plan
+
+
+def _push_image_folder_hint(folder: Path, names: list[str], repo_id: str, uploader: RepoUploader,
+                            revision: Optional[str], num_threads: int, remote_files: set[str], plan: PushPlan) -> None:
+    """The two PNGs every files-layout config's data files name (writer.IMAGE_FOLDER_HINT), in a
+    commit of their own before any config's, when the repository lacks them (one pushed by an
+    earlier mmlbdata gets them here even when every config is already there)."""
+    missing = [path for path in IMAGE_FOLDER_HINT if path not in remote_files]
+    if not missing or not any(is_files_layout(shard_files(folder, name)[0]) for name in names):
+        return
+    uploader.commit(repo_id, add={path: HINT_PNG for path in missing}, delete=[], revision=revision,
+                    num_threads=num_threads, message="Upload imagefolder-hint/ (datasets reads the repository "
+                                                     "with its image-folder builder)")
+    remote_files.update(missing)
+    plan.files += missing
 
 
 def _push_card(folder: Path, repo_id: str, uploader: RepoUploader, on_hub: list[str], revision: Optional[str],
@@ -543,7 +566,7 @@ def hub_readme(folder: Path, names: list[str], remote_readme: Optional[str],
     from datasets.utils.metadata import MetadataConfigs
     from huggingface_hub import DatasetCard, DatasetCardData
 
-    from mmlbdata.dataset.card import DEFAULT_BODY_MARK, split_front_matter
+    from mmlbdata.dataset.card import DEFAULT_BODY_MARK, split_front_matter, with_image_folder_hint
 
     local_text = (folder / README).read_text(encoding="utf-8") if (folder / README).is_file() else ""
     local_meta, local_body = split_front_matter(local_text)
@@ -556,6 +579,8 @@ def hub_readme(folder: Path, names: list[str], remote_readme: Optional[str],
         info, metadata_config = hub_info_entries(folder, name, (locations or {}).get(name, ""))
         DatasetInfosDict({name: info}).to_dataset_card_data(data)
         MetadataConfigs({name: metadata_config}).to_dataset_card_data(data)
+    if data.get("configs"):  # the Hub's entries of configs pushed by an earlier mmlbdata name the hint too
+        data["configs"] = [with_image_folder_hint(entry) for entry in data["configs"]]
     body = local_body
     if (not body.strip() or body.startswith(DEFAULT_BODY_MARK)) and remote_body.strip():
         body = remote_body  # keep a real card already on the Hub over our placeholder

@@ -15,10 +15,11 @@ grow with the length) a family of n lengths has about n partitions; the number o
 per distinct image, as before.
 
 Partitions depend only on *which* configs the folder holds, never on the order they were built:
-after each files-layout config is written, :func:`relayout_images` (under the family's lock)
-moves every image of the family to the partition of its users and rewrites the metadata files
-whose paths changed, with the writer's own parquet options, so a folder holds the same bytes
-whatever the build order (tests/test_partitions.py builds both orders). Users are ordered by
+as each files-layout config is written, :class:`Relayout` (under the family's lock) gives every
+image of the family the partition of its users and rewrites the metadata files whose paths
+changed, with the writer's own parquet options, so a folder holds the same bytes whatever the
+build order (tests/test_partitions.py builds both orders); it never moves a file, so a full disk
+or ``kill -9`` at any step breaks no config (tests/test_relayout_faults.py). Users are ordered by
 :func:`partition_order` (shortest length first, then name).
 """
 from __future__ import annotations
@@ -34,6 +35,8 @@ from typing import Iterable, Optional
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+from mmlbdata.core import locks
 
 IMAGES_DIR = "images"
 METADATA_SUFFIX = ".metadata.parquet"
@@ -115,38 +118,205 @@ def metadata_image_names(path: Path) -> list[str]:
     return sorted(names)
 
 
-def relayout_images(out_dir: os.PathLike, group: str) -> tuple[list[str], dict[str, list[str]]]:
-    """Move every image of ``images/<group>/`` to the partition of its users; rewrite the metadata of
-    the configs whose paths changed. Returns those configs (sorted) and each user config's partition
-    folders (what its README entry names, so the build need not read its metadata back). The caller
-    holds :func:`family_lock_path`."""
-    out_dir = Path(out_dir)
-    prefix = f"{IMAGES_DIR}/{group}/"
-    users: list[tuple[str, Path, list[str]]] = []
-    for path in sorted(out_dir.glob(f"*{METADATA_SUFFIX}")):
-        if _other_family(out_dir, path.name[:-len(METADATA_SUFFIX)], group):
-            continue  # its manifest names another family: none of its images lie under this group
-        names = [name for name in metadata_image_names(path) if name.startswith(prefix)]
-        if names:
-            users.append((path.name[:-len(METADATA_SUFFIX)], path, names))
-    users.sort(key=lambda user: partition_order(user[0]))
-    signatures: dict[str, list[str]] = {}
-    for config, _, names in users:
-        for name in names:
-            signatures.setdefault(image_key(name), []).append(config)
-    owners = {key: partition_name(signature) for key, signature in signatures.items()}
-    partitions = existing_partitions(out_dir / IMAGES_DIR / group)
-    changed, folders = [], {}
-    for config, path, names in users:
-        folders[config] = sorted({f"{prefix}{owners[image_key(name)]}" for name in names})
-        moves = {name: f"{prefix}{owners[image_key(name)]}/{image_key(name)}" for name in names}
-        moves = {old: new for old, new in moves.items() if old != new}
-        for old, new in sorted(moves.items()):
-            _move_image(out_dir, group, old, new, partitions)
-        if moves:
-            rewrite_metadata(path, moves)
-            changed.append(config)
-    return sorted(changed), folders
+class RelayoutError(OSError):
+    """A re-partitioning stopped part-way (a full disk, say). Every metadata file still names
+    images that exist, so every config loads as before; the journal it leaves
+    (:func:`relayout_pending_path`) is finished by the next build of the family. ``state`` says so."""
+
+    def __init__(self, err: OSError, state: str):
+        super().__init__(err.errno, f"{err.strerror or err}; {state}")
+        self.state = state
+
+
+def config_lock_path(out_dir: os.PathLike, config: str) -> Path:
+    """The lock a build of ``config`` holds for its whole run (build.store_config)."""
+    return Path(out_dir) / f".mmlb-{config}.lock"
+
+
+class Relayout:
+    """One re-partitioning of ``images/<group>/``, safe at every step (a full disk, ``kill -9``).
+
+    Run under :func:`family_lock_path`, in four steps: :meth:`plan` reads the family's metadata
+    (the config being built, ``incoming``, from its staged file in place of its previous build)
+    and works out each image's partition; :meth:`link` writes the journal, then gives each image
+    its new name as a hard link (a copy where links are refused): nothing is moved, so every name
+    a metadata file holds still exists; :meth:`rewrite` rewrites the metadata whose paths changed,
+    one file at a time, atomically (and the staged metadata of ``incoming``); the caller then puts
+    ``incoming`` in place and writes manifests and README entries, and :meth:`finish` removes the
+    old names, now named by no metadata, and the journal.
+
+    A failure in :meth:`link` takes back the links it made (the folder is as before); in
+    :meth:`rewrite` or later, the metadata files name either the old or the new paths, both on
+    disk, and the journal stays. The next relayout of the family finds that journal (no build
+    can hold it: the family's lock is held from plan to finish), redoes the plan from the
+    metadata as they are, and its :meth:`finish` also removes what the journal lists that no
+    metadata names (old names, links made for a config never put in place, staged folders and
+    temporary metadata of the killed build).
+    """
+
+    def __init__(self, out_dir: os.PathLike, group: str, incoming: Optional[str] = None,
+                 staged: Optional[Path] = None, sources: Optional[dict[str, str]] = None):
+        self.out_dir, self.group = Path(out_dir), group
+        self.prefix = f"{IMAGES_DIR}/{group}/"
+        self.incoming, self.staged, self.sources = incoming, staged, sources or {}
+        self.journal = relayout_pending_path(self.out_dir, group)
+        self.stale = self.journal.exists()  # left by a build that died or failed part-way
+        self.moves: dict[str, dict[str, str]] = {}  # config -> {old path: new path}
+        self.folders: dict[str, list[str]] = {}  # config -> its partitions (README data files)
+        self.named: set[str] = set()  # every image path the family's metadata names once done
+        self.users: dict[str, Path] = {}  # config -> its metadata file (incoming: staged)
+        self.created: list[str] = []
+        self.added = 0  # image files new to the folder (from the incoming build's staging)
+
+    @property
+    def changed(self) -> list[str]:
+        """The configs already in the folder whose metadata :meth:`rewrite` rewrote."""
+        return sorted(c for c, moves in self.moves.items() if moves and c != self.incoming)
+
+    def plan(self) -> "Relayout":
+        users: list[tuple[str, Path, list[str]]] = []
+        for path in sorted(self.out_dir.glob(f"*{METADATA_SUFFIX}")):
+            config = path.name[:-len(METADATA_SUFFIX)]
+            if config == self.incoming or _other_family(self.out_dir, config, self.group):
+                continue  # its previous build is being replaced / no image of it lies under this group
+            users.append((config, path, [n for n in metadata_image_names(path) if n.startswith(self.prefix)]))
+        if self.incoming is not None and self.staged is not None:
+            users.append((self.incoming, self.staged,
+                          [n for n in metadata_image_names(self.staged) if n.startswith(self.prefix)]))
+        users = [user for user in users if user[2]]
+        users.sort(key=lambda user: partition_order(user[0]))
+        signatures: dict[str, list[str]] = {}
+        for config, _, names in users:
+            for name in names:
+                signatures.setdefault(image_key(name), []).append(config)
+        owners = {key: f"{self.prefix}{partition_name(signature)}/{key}" for key, signature in signatures.items()}
+        for config, path, names in users:
+            self.users[config] = path
+            self.folders[config] = partition_dirs(owners[image_key(n)] for n in names)
+            self.moves[config] = {n: owners[image_key(n)] for n in names if n != owners[image_key(n)]}
+        self.named = set(owners.values())
+        return self
+
+    def link(self) -> None:
+        """Journal, then the new names as links; on failure the links made are taken back."""
+        targets = sorted({new for moves in self.moves.values() for new in moves.values()
+                          if not (self.out_dir / new).is_file()})
+        olds = sorted({old for config, moves in self.moves.items() if config != self.incoming for old in moves})
+        listed = self._listed() if self.stale else []
+        staging = [f".{self.incoming}.partial"] if self.incoming else []
+        self._write_journal({"incoming": self.incoming, "remove_unless_named": sorted(set(olds + targets + listed)),
+                             "staging": sorted(set(staging + (self._listed_staging() if self.stale else [])))})
+        try:
+            for config, moves in sorted(self.moves.items()):
+                for old, new in sorted(moves.items()):
+                    self._link_one(config, old, new)
+        except BaseException:
+            for relative in reversed(self.created):
+                (self.out_dir / relative).unlink(missing_ok=True)
+                _remove_empty_parents((self.out_dir / relative).parent, self.out_dir / IMAGES_DIR)
+            if not self.stale:
+                self.journal.unlink(missing_ok=True)
+            raise
+
+    def _link_one(self, config: str, old: str, new: str) -> None:
+        target = self.out_dir / new
+        if target.is_file():
+            return
+        source = self._source(config, old, new)
+        if source is None:
+            if config == self.incoming:
+                raise FileNotFoundError(f"{self.incoming}: image {old} vanished while it was built (a parallel "
+                                        "rebuild or `mmlb gc` removed it): build it again")
+            return  # a damaged folder: resume's completeness check rebuilds that config
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _link_or_copy(source, target)
+        self.created.append(new)
+        if self.staged is not None and source.is_relative_to(self.staged.parent):
+            self.added += 1
+
+    def _source(self, config: str, old: str, new: str) -> Optional[Path]:
+        """Where the image ``old`` of ``config`` is now: its own path, the incoming build's
+        staging, any partition of the family, or (incoming) the file it was built from."""
+        candidates = [self.out_dir / old]
+        if config == self.incoming and self.staged is not None:
+            candidates.insert(0, self.staged.parent / old)
+        for candidate in candidates:
+            if candidate.is_file():
+                return candidate
+        found = find_image(self.out_dir / IMAGES_DIR / self.group, image_key(new))
+        if found is None and config == self.incoming and old in self.sources:
+            found = Path(self.sources[old]) if Path(self.sources[old]).is_file() else None
+        return found
+
+    def rewrite(self) -> None:
+        """Each metadata file whose paths changed, one at a time (atomically); the incoming one last."""
+        order = self.changed + ([self.incoming] if self.moves.get(self.incoming) else [])
+        for done, config in enumerate(order):
+            try:
+                rewrite_metadata(self.users[config], self.moves[config])
+            except OSError as err:
+                raise RelayoutError(err, f"re-partitioning images/{self.group} stopped after rewriting {done} of "
+                                         f"{len(order)} metadata file(s): each names images that exist, so every "
+                                         "config built before loads as before; the next build of the family "
+                                         f"finishes it ({self.journal.name})") from err
+
+    def finish(self) -> None:
+        """Remove what the journal lists that no metadata names now, then the journal."""
+        import shutil
+
+        listed = self._listed() if self.journal.exists() else []
+        for relative in listed:
+            if relative not in self.named:
+                path = self.out_dir / relative
+                path.unlink(missing_ok=True)
+                _remove_empty_parents(path.parent, self.out_dir / IMAGES_DIR)
+        for name in self._listed_staging() if self.journal.exists() else []:
+            config = name[1:-len(".partial")]
+            if config == self.incoming or not locks.is_held(config_lock_path(self.out_dir, config)):
+                shutil.rmtree(self.out_dir / name, ignore_errors=True)
+        for config in self.users:
+            (self.out_dir / f".{config}{METADATA_SUFFIX}.tmp").unlink(missing_ok=True)  # a killed rewrite's
+        self.journal.unlink(missing_ok=True)
+
+    def _write_journal(self, content: dict) -> None:
+        tmp = self.journal.with_name(self.journal.name + ".tmp")
+        tmp.write_text(json.dumps(content, sort_keys=True))
+        os.replace(tmp, self.journal)
+
+    def _read_journal(self) -> dict:
+        try:
+            content = json.loads(self.journal.read_text())
+        except (OSError, ValueError):  # a journal cut short by kill -9 or a full disk: its list is lost
+            return {}
+        return content if isinstance(content, dict) else {}
+
+    def _listed(self) -> list[str]:
+        return [p for p in self._read_journal().get("remove_unless_named") or [] if isinstance(p, str)
+                and p.startswith(self.prefix) and ".." not in p.split("/")]
+
+    def _listed_staging(self) -> list[str]:
+        return [name for name in self._read_journal().get("staging") or [] if isinstance(name, str)
+                and name.startswith(".") and name.endswith(".partial") and "/" not in name]
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    """``target`` as a second name of ``source`` (no bytes written); a copy, put in place
+    atomically, where the file system refuses links (another device, FAT, some network shares)."""
+    import errno
+    import shutil
+
+    try:
+        os.link(source, target)
+    except OSError as err:
+        if err.errno not in (errno.EXDEV, errno.EPERM, errno.ENOTSUP, errno.EMLINK, errno.EOPNOTSUPP):
+            raise
+        tmp = target.with_name(f".{target.name}.tmp")
+        try:
+            shutil.copyfile(source, tmp)
+            os.replace(tmp, target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
 
 
 def _other_family(out_dir: Path, config: str, group: str) -> bool:
@@ -160,24 +330,8 @@ def _other_family(out_dir: Path, config: str, group: str) -> bool:
     return image_group_of(family) != group
 
 
-def _move_image(out_dir: Path, group: str, current: str, relative: str, partitions: list[Path]) -> None:
-    """Put the family's copy of an image at ``relative`` (its partition), from where the metadata
-    names it (``current``; a folder built before partitions: ``images/<family>/ab/...``) or from
-    whichever partition holds it."""
-    target = out_dir / relative
-    if target.is_file():
-        return
-    found = out_dir / current if (out_dir / current).is_file() else \
-        find_image(out_dir / IMAGES_DIR / group, image_key(relative), partitions)
-    if found is None:  # a damaged folder: resume's completeness check rebuilds the config
-        return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(found, target)
-    _remove_empty_parents(found.parent, out_dir / IMAGES_DIR)
-
-
 def _remove_empty_parents(folder: Path, stop: Path) -> None:
-    while folder != stop:
+    while folder != stop and folder.is_relative_to(stop):
         try:
             folder.rmdir()
         except OSError:
@@ -192,14 +346,18 @@ def rewrite_metadata(path: Path, moves: dict[str, str]) -> None:
     schema = source.schema_arrow
     columns = file_name_columns(schema)
     tmp = path.with_name(f".{path.name}.tmp")
-    with pq.ParquetWriter(tmp, schema, compression="zstd", write_statistics=False) as writer:
-        for index in range(source.num_row_groups):
-            table = source.read_row_group(index)
-            for column in columns:
-                position = table.schema.get_field_index(column)
-                table = table.set_column(position, schema.field(column), _renamed(table.column(column), moves))
-            writer.write_table(table, row_group_size=table.num_rows)
-    os.replace(tmp, path)
+    try:
+        with pq.ParquetWriter(tmp, schema, compression="zstd", write_statistics=False) as writer:
+            for index in range(source.num_row_groups):
+                table = source.read_row_group(index)
+                for column in columns:
+                    position = table.schema.get_field_index(column)
+                    table = table.set_column(position, schema.field(column), _renamed(table.column(column), moves))
+                writer.write_table(table, row_group_size=table.num_rows)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _renamed(column: pa.ChunkedArray, moves: dict[str, str]) -> pa.Array:

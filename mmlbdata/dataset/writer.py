@@ -4,13 +4,16 @@ Two layouts; ``files`` is the default (ARCHITECTURE.md has the figures that chos
 
     README.md                          YAML front matter: configs (data_files) + dataset_info
     <config>.metadata.parquet          files: one row per example, images as relative paths
+    imagefolder-hint/1.png, 2.png      files: two 1-pixel PNGs every config's data files name, so
+                                       that datasets reads the folder with its image builder
     images/<group>/<users>/ab/<sha256>.<ext>   files: each distinct image once per folder, in the
                                        partition of the configs that use it (partitions.py)
     data/<config>/test-00000-of-00002.parquet   embedded: images inside the rows
     manifests/<config>.json            what was built, from what, with which statistics and skips
 
 **files** (:class:`FilesConfigWriter`): the config's README entry names
-``data_files: [<config>.metadata.parquet, images/<group>/<users>/** for each partition it uses]`` and
+``data_files: [<config>.metadata.parquet, imagefolder-hint/1.png, imagefolder-hint/2.png,
+images/<group>/<users>/** for each partition it uses]`` and
 ``metadata_filenames: [<config>.metadata.parquet]``, so ``datasets``' folder-based builder
 (imagefolder) reads the metadata rows and turns the ``images_file_names`` column into the
 ``images`` list of ``Image()``, decoded on access, in memory and streaming. An image used by six
@@ -19,8 +22,10 @@ paths, not bytes. Image files are content-addressed, so two builds placing one a
 one photo under two source names is one file (staged once); the
 metadata file is renamed into place last: a config is complete exactly when
 its ``<config>.metadata.parquet`` exists. New images and the metadata are written under
-``.<config>.partial/`` and moved into place at the end (images first), so a failed build leaves
-neither. A build never deletes an image (others may use it): ``mmlb gc`` does (``cleanup.py``).
+``.<config>.partial/``; at the end, under the family's lock, :class:`~mmlbdata.dataset.partitions.Relayout`
+gives every image its partition (links, never moves: safe at every step), then the metadata is
+put in place, so a failed build leaves no half config and breaks no other. A build never deletes
+an image another config may use (others, or a build beside it): ``mmlb gc`` does (``cleanup.py``).
 
 **embedded** (:class:`ConfigWriter`): the rows carry the image bytes, in parquet shards. Kept for
 small self-contained configs (one file per config, no image tree). Its shards are:
@@ -47,7 +52,6 @@ import logging
 import os
 import shutil
 import time
-from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
@@ -65,14 +69,12 @@ from mmlbdata.dataset.partitions import (
     FILE_NAMES_SUFFIX,
     IMAGES_DIR,
     METADATA_SUFFIX,
+    Relayout,
+    RelayoutError,
     existing_partitions,
     family_lock_path,
     find_image,
     image_key,
-    metadata_image_names,
-    partition_dirs,
-    relayout_images,
-    relayout_pending_path,
 )
 from mmlbdata.sources.download import file_digest
 
@@ -101,6 +103,36 @@ DEFAULT_SHARD_BYTES = 1 << 30
 # built). Dictionary-encode a shard's image bytes when its first row group's distinct bytes are at
 # most this share of its decoded bytes (otherwise the dictionary only costs readers memory).
 DEDUP_PAYS_BELOW = 0.8
+
+
+# `datasets` picks ONE builder for a whole folder (or Hub repository) from the data files of the
+# first config in its README (load.py, LocalDatasetModuleFactory / HubDatasetModuleFactory.get_module:
+# `next(iter(metadata_configs.values()))["data_files"]`): infer_module_for_data_files_list counts the
+# files' extensions, every suffix of a name (`<config>.metadata.parquet` counts `.metadata` and
+# `.parquet`; only `metadata.csv/jsonl/parquet` are known metadata, sorted last) and a draw goes to
+# `.parquet`. A text-only config (its metadata alone) or a one-image config listed first made every
+# config of the folder read as plain parquet (CastError: `images_file_names` vs `images`). Every
+# files-layout config therefore names these two 1-pixel PNGs after its metadata: `.png` counts 2
+# against `.parquet`'s 1 whatever the config holds and wherever it is listed, in datasets 4.0 and
+# 5.2 (ARCHITECTURE.md, "Dataset layout"). The image builder downloads them with a config's files
+# (134 bytes) and yields rows from the metadata only, so they are in no row.
+IMAGE_FOLDER_HINT = ("imagefolder-hint/1.png", "imagefolder-hint/2.png")
+HINT_PNG = (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x00\x00\x00\x00:~\x9bU"
+            b"\x00\x00\x00\nIDATx\x9cc\xf8\x0f\x00\x01\x01\x01\x00\xb18\xf6\x14\x00\x00\x00\x00IEND\xaeB`\x82")
+
+
+def write_image_folder_hint(out_dir: os.PathLike) -> None:
+    """Put :data:`IMAGE_FOLDER_HINT` in ``out_dir`` (atomically; parallel builds write the same bytes)."""
+    for relative in IMAGE_FOLDER_HINT:
+        path = Path(out_dir) / relative
+        try:
+            if path.read_bytes() == HINT_PNG:
+                continue
+        except OSError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(HINT_PNG)
+        os.replace(tmp, path)
 
 
 LAYOUTS = ("files", "embedded")
@@ -437,9 +469,9 @@ class FilesConfigWriter:
     """Streams one config's rows into ``<config>.metadata.parquet`` + the shared image tree.
 
     ``image_group`` names the folder under ``images/`` (the build layer passes the family, so
-    every config and length of a family stores an image once). New images go to this config's
-    own folder; at close, under the family's lock, :func:`relayout_images` moves each image of
-    the family to the partition of the configs using it and rewrites the paths.
+    every config and length of a family stores an image once). New images are staged under its
+    own name; at close, under the family's lock, :class:`~mmlbdata.dataset.partitions.Relayout`
+    gives each image of the family the partition of the configs using it and rewrites the paths.
     Rows are buffered :data:`DEFAULT_ROW_GROUP_ROWS` at a time (no image bytes in them).
     """
 
@@ -452,7 +484,7 @@ class FilesConfigWriter:
         resolve_inside(self.out_dir, f"{IMAGES_DIR}/{image_group}/{config}", what="image group")  # plain names
         self.image_group = image_group
         self.group_dir = self.out_dir / IMAGES_DIR / image_group
-        self.image_prefix = f"{IMAGES_DIR}/{image_group}/{config}"  # until relayout_images names the owner
+        self.image_prefix = f"{IMAGES_DIR}/{image_group}/{config}"  # until Relayout names the partition
         self._partitions = existing_partitions(self.group_dir)  # where earlier builds put the family's images
         # the loaded features ride in the schema: the card and stats read them without a README
         self.schema = metadata_schema(features, self.image_columns).with_metadata(_features_metadata(features))
@@ -464,7 +496,8 @@ class FilesConfigWriter:
         self._rows: list[dict] = []
         self._placed: dict[str, tuple[str, int]] = {}  # source path -> (relative path, bytes)
         self._staged: dict[str, int] = {}  # relative path -> bytes of each new image waiting in staging
-        self.relaid: list[str] = []  # configs whose metadata relayout_images rewrote at close
+        self._sources: dict[str, str] = {}  # relative path -> the file it was built from (images found in place)
+        self.relaid: list[str] = []  # configs whose metadata the re-partitioning rewrote at close
         self._unique: set[str] = set()
         self._started = time.perf_counter()
         if self.staging.exists():  # left by a crashed build of this config (the caller holds its lock)
@@ -504,6 +537,7 @@ class FilesConfigWriter:
                 size = self._staged[relative]
             elif (found := find_image(self.group_dir, image_key(relative), self._partitions)) is not None:
                 size = found.stat().st_size  # placed by an earlier build (or another config): complete
+                self._sources[relative] = ref.path  # where to copy it from, should a parallel rebuild drop it
             else:  # staged, moved into place at close: an aborted build leaves no image behind
                 staged = self.staging / relative
                 staged.parent.mkdir(parents=True, exist_ok=True)
@@ -527,71 +561,57 @@ class FilesConfigWriter:
             pass
         shutil.rmtree(self.staging, ignore_errors=True)
 
-    def close(self) -> ConfigStats:
-        """Finish the metadata file and rename it into place: from now on the config exists."""
+    def close(self, before_place: Optional[Callable[[ConfigStats], None]] = None,
+              after_place: Optional[Callable[[ConfigStats], None]] = None) -> ConfigStats:
+        """Finish the metadata, re-partition the family's images under its lock (partitions.Relayout:
+        new names linked, metadata rewritten, nothing moved), put the metadata in place (from now
+        on the config exists), then remove the old names. ``before_place`` / ``after_place``: the
+        build layer's manifest and README steps, run under the same lock (no other build of the
+        family re-partitions between them)."""
         self._flush()
         self._writer.close()
         with locks.hold(family_lock_path(self.out_dir, self.image_group)):
-            self.stats.images_written = self._place_staged()  # images first: a listed config never lacks one
-            os.replace(self.partial, self.final)
-            # each image to the partition of the first config (shortest first) using it
-            mark = relayout_pending_path(self.out_dir, self.image_group)  # until the build refreshes manifests
-            token, left = f"{os.getpid()}-{time.time_ns()}", mark.exists()  # left: a killed or parallel build
-            mark.write_text(token)
-            self.relaid, folders = relayout_images(self.out_dir, self.image_group)
-            self.stats.relayout = {"relaid": self.relaid, "token": token, "check_all": left}
-            self.stats.image_dirs = folders.get(self.config, [])
+            relayout = Relayout(self.out_dir, self.image_group, self.config, self.partial, self._sources).plan()
+            relayout.link()
+            relayout.rewrite()
+            self.relaid = relayout.changed
+            self.stats.relayout = {"relaid": relayout.changed, "check_all": relayout.stale}
+            self.stats.image_dirs = relayout.folders.get(self.config, [])
+            self.stats.images_written = relayout.added
+            # the metadata's paths name the images' hashes, so its digest covers them too
+            self.stats.fingerprint = file_digest(self.partial, "sha256")
+            self.stats.metadata_bytes = self.partial.stat().st_size
+            self.stats.num_bytes = self.stats.metadata_bytes + self.stats.image_bytes_unique
+            self.stats.num_shards = 1
+            self.stats.seconds = round(time.perf_counter() - self._started, 3)
+            self._step(before_place, placed=False)
+            self._step(lambda _: write_image_folder_hint(self.out_dir), placed=False)
+            self._step(lambda _: os.replace(self.partial, self.final), placed=False)
+            self._step(after_place, placed=True)
+            self._step(lambda _: relayout.finish(), placed=True)
         shutil.rmtree(self.staging, ignore_errors=True)
-        if not self._placed:
-            logger.warning("%s: no row has an image, so its data files are its metadata alone; it loads beside "
-                           "image configs (the README lists those first), but a folder holding no image config "
-                           "loads as plain parquet (an images_file_names column): build text-only configs "
-                           "with image configs, or into a folder of their own with --layout embedded", self.config)
-        elif not self._reads_as_image_folder():
-            logger.warning("%s: its image partitions hold fewer than two images of one kind; datasets infers "
-                           "one builder for a whole folder from its first config's files, a draw going to parquet, so a folder "
-                           "whose first config this is will not load as an image folder until the family has "
-                           "more images (or build it with --layout embedded)", self.config)
-        # the metadata's paths name the images' hashes, so its digest covers them too
-        self.stats.fingerprint = file_digest(self.final, "sha256")
-        self.stats.metadata_bytes = self.final.stat().st_size
-        self.stats.num_bytes = self.stats.metadata_bytes + self.stats.image_bytes_unique
-        self.stats.num_shards = 1
-        self.stats.seconds = round(time.perf_counter() - self._started, 3)
         shutil.rmtree(config_data_dir(self.out_dir, self.config), ignore_errors=True)  # an older embedded build
         remove_if_empty(self.out_dir / "data")
         return self.stats
 
-
-    def _place_staged(self) -> int:
-        """Move the staged images into this config's partition, but for those another build put
-        in the family meanwhile (one copy per folder); how many were added."""
-        added = 0
-        partitions = existing_partitions(self.group_dir)
-        for relative in self._staged:
-            staged = self.staging / relative
-            if not staged.is_file() or find_image(self.group_dir, image_key(relative), partitions) is not None:
-                continue
-            target = self.out_dir / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(staged, target)
-            added += 1
-        return added
-
-    def _reads_as_image_folder(self) -> bool:
-        """Whether ``datasets`` can infer the image folder builder from this config's files. It
-        infers one builder for a whole folder, from its first config's data files: the most
-        frequent extension, a draw going to ``.parquet``, and ``<config>.metadata.parquet`` counts
-        as parquet (only ``metadata.*`` are known metadata). So the partitions this config's data
-        files name must hold two images of one extension."""
-        counts: Counter = Counter()
-        for partition in partition_dirs(metadata_image_names(self.final)):
-            for path in (self.out_dir / partition).rglob("*"):
-                if path.is_file() and not path.name.startswith("."):
-                    counts[path.suffix] += 1
-                    if counts[path.suffix] >= 2:
-                        return True
-        return False
+    def _step(self, step: Optional[Callable[[ConfigStats], None]], placed: bool) -> None:
+        """One step after the metadata were rewritten; a failure says what state the folder is in."""
+        if step is None:
+            return
+        try:
+            step(self.stats)
+        except OSError as err:
+            if isinstance(err, RelayoutError):
+                raise
+            if placed:
+                state = (f"{self.config} is in place, but its manifest or README entry may lag and the re-partitioning "
+                         f"of images/{self.image_group} is unfinished: every config built before loads as before, and "
+                         "the next build into the folder finishes both")
+            else:
+                state = (f"{self.config} was not added (its staged rows are removed; its previous build, if any, is "
+                         f"kept); every config built before loads as before, and the next build of the family "
+                         f"finishes the re-partitioning of images/{self.image_group}")
+            raise RelayoutError(err, state) from err
 
 
 def metadata_schema(features: Features, image_columns: list[str]) -> pa.Schema:
@@ -642,7 +662,8 @@ def write_config(
     **writer_options: Any,
 ) -> ConfigStats:
     """Write ``rows`` as ``config`` under ``out_dir`` in ``layout`` (``files``, the default, or
-    ``embedded``; no manifest, no README).
+    ``embedded``; no manifest, no README: files layout, ``before_place`` / ``after_place`` are
+    the build's steps around the moment its metadata is put in place, see FilesConfigWriter.close).
 
     If ``rows`` raises, nothing of this config is left behind (a previous build of it stays).
     The caller serialises builds of one config (:func:`mmlbdata.dataset.build.store_config` holds its lock).
@@ -651,6 +672,7 @@ def write_config(
     if layout not in LAYOUTS:
         raise ValueError(f"unknown layout {layout!r} (one of {', '.join(LAYOUTS)})")
     check_one_layout(Path(out_dir), config, layout)
+    steps = {k: writer_options.pop(k) for k in ("before_place", "after_place") if k in writer_options}
     if layout == "files":
         for option in EMBEDDED_OPTIONS:  # one set of build options serves both layouts: these bound nothing here
             writer_options.pop(option, None)
@@ -661,7 +683,7 @@ def write_config(
     try:
         for row in rows:
             writer.write(row)
-        return writer.close()
+        return writer.close(**steps)
     except BaseException:
         writer.abort()
         raise

@@ -74,16 +74,27 @@ def _json_problem(line: str, exc: Exception) -> str:
     return f"not JSON: {exc.msg} (column {exc.colno})"
 
 
+#: JSON's names for what ``json.loads`` gives (a message says ``null``, not ``NoneType``)
+JSON_TYPES = {type(None): "null", bool: "boolean", int: "number", float: "number", str: "string",
+              list: "array", dict: "object"}
+
+
+def _json_type(value) -> str:
+    return JSON_TYPES.get(type(value), type(value).__name__)
+
+
 def _row_problem(row) -> str | None:
     """What keeps a parsed line from being a prediction (None: it is one)."""
     if not isinstance(row, dict):
-        return f"a JSON {type(row).__name__.replace('dict', 'object')}, not an object"
+        return f"a JSON {_json_type(row)}, not an object"
     if "id" not in row:
         return f"no 'id' key (keys found: {_keys(row)})"
     if "prediction" not in row:
         return f"no 'prediction' key (keys found: {_keys(row)})"
+    if row["prediction"] is None:
+        return "'prediction' is null, not a string (write \"\" for an empty answer)"
     if not isinstance(row["prediction"], str):
-        return f"'prediction' is a JSON {type(row['prediction']).__name__}, not a string"
+        return f"'prediction' is a JSON {_json_type(row['prediction'])}, not a string"
     return None
 
 
@@ -98,7 +109,7 @@ def read_predictions(path: str | Path) -> Predictions:
     with open(path, "rb") as f:
         for line_no, raw in enumerate(f, 1):
             try:
-                line = raw.decode("utf-8")
+                line = (raw.removeprefix(UTF8_BOM) if line_no == 1 else raw).decode("utf-8")
             except UnicodeDecodeError as exc:
                 preds.malformed.append({"line": line_no, "error": f"not UTF-8 (byte {exc.start}: {exc.reason})"})
                 continue
@@ -109,25 +120,56 @@ def read_predictions(path: str | Path) -> Predictions:
             except (ValueError, RecursionError) as exc:  # ValueError: e.g. an integer over Python's digit limit
                 preds.malformed.append({"line": line_no, "error": _json_problem(line, exc)})
                 continue
-            problem = _row_problem(row)
-            if problem:
-                keys = {"keys": sorted(map(str, row))} if isinstance(row, dict) else {}
-                preds.malformed.append({"line": line_no, "error": problem, **keys})
-                continue
-            config, ident = str(row.get("config") or ""), str(row["id"])
-            bucket = preds.rows.setdefault(config, {})
-            if ident in bucket and not bucket[ident].get("error"):  # a failed request's line: replaced by its retry
-                preds.duplicates.append(ident)
-            bucket[ident] = row
+            _add_prediction(preds, row, {"line": line_no})
+    if preds.malformed and preds.malformed[0]["line"] == 1 and _head(path).startswith(b"{") \
+            and preds.malformed[0]["error"].startswith(("truncated", "not JSON")):
+        whole = _one_object(path)  # a pretty-printed object, or {id: prediction}: not JSON lines at all
+        if whole is not None:
+            preds = Predictions()
+            for key, row in whole:
+                _add_prediction(preds, row, {"key": key})
     if not preds.rows:
         raise PredictionsError(unusable_file(path, preds.malformed))
     return preds
 
 
+UTF8_BOM = b"\xef\xbb\xbf"  # what some Windows editors put first; JSON parsers refuse it
+
+
+def _add_prediction(preds: Predictions, row, where: dict) -> None:
+    """One parsed prediction into ``preds`` (or its problem into ``malformed``, ``where`` it was)."""
+    problem = _row_problem(row)
+    if problem:
+        keys = {"keys": sorted(map(str, row))} if isinstance(row, dict) else {}
+        preds.malformed.append({**where, "error": problem, **keys})
+        return
+    config, ident = str(row.get("config") or ""), str(row["id"])
+    bucket = preds.rows.setdefault(config, {})
+    if ident in bucket and not bucket[ident].get("error"):  # a failed request's line: replaced by its retry
+        preds.duplicates.append(ident)
+    bucket[ident] = row
+
+
+def _one_object(path: str | Path) -> list[tuple[str, object]] | None:
+    """The file read as one JSON object: one prediction (``{"id": ..., "prediction": ...}``,
+    pretty-printed), ``{id: prediction}`` or ``{id: {"prediction": ...}}``, as (key, row) pairs; None
+    when it is not one object."""
+    try:
+        value = json.loads(Path(path).read_bytes().removeprefix(UTF8_BOM).decode("utf-8"))
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return None
+    if not isinstance(value, dict):
+        return None
+    if "id" in value:  # one prediction (or a record that lacks one: said as for a line)
+        return [(str(value["id"]), value)]
+    return [(str(key), {"id": key, **item} if isinstance(item, dict) else {"id": key, "prediction": item})
+            for key, item in value.items()]
+
+
 def _head(path: str | Path) -> bytes:
     """The file's first bytes after any leading white space (or a BOM)."""
     with open(path, "rb") as f:
-        return f.read(4096).lstrip().removeprefix(b"\xef\xbb\xbf").lstrip()
+        return f.read(4096).lstrip().removeprefix(UTF8_BOM).lstrip()
 
 
 def unusable_file(path: str | Path, malformed: list[dict]) -> str:
@@ -145,10 +187,11 @@ def unusable_file(path: str | Path, malformed: list[dict]) -> str:
         return (f"{path}: no line has both 'id' and 'prediction' (keys found: {', '.join(found)}); "
                 f"{expected}")
     truncated = [m for m in malformed if m["error"].startswith("truncated")]
-    if truncated:
+    if truncated and "line" in truncated[0]:
         return f"{path}: line {truncated[0]['line']} is {truncated[0]['error']}; no other line is usable"
     first = malformed[0]
-    return f"{path} is not JSON lines: line {first['line']}: {first['error']}; {expected}"
+    where = f"line {first['line']}" if "line" in first else f"key {first['key']!r} of its one JSON object"
+    return f"{path} is not JSON lines: {where}: {first['error']}; {expected}"
 
 
 def load_examples(data_dir: str | Path, config: str) -> list[dict]:

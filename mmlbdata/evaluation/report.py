@@ -70,7 +70,7 @@ def render(report: dict) -> str:
     malformed = report["problems"].get("malformed_lines", [])
     if malformed:
         out.append(f"\nmalformed prediction lines: {len(malformed)}")
-        out.extend(f"  line {m['line']}: {m['error']}" for m in malformed[:20])
+        out.extend(f"  {_where(m)}: {m['error']}" for m in malformed[:20])
     if report["problems"].get("duplicate_ids"):
         out.append(f"duplicate ids (last kept): {report['problems']['duplicate_ids'][:10]}")
     if report.get("judge"):
@@ -213,3 +213,8 @@ def delta(report: dict, baseline: dict) -> dict:
             "mean_over_datasets": mine["mean_over_datasets"] - theirs["mean_over_datasets"],
             "by_dataset": {k: mine["by_dataset"][k] - theirs["by_dataset"][k] for k in sorted(shared)}}
     return out
+
+
+def _where(malformed: dict) -> str:
+    """Where a bad prediction was: its line, or its key in a file that is one JSON object."""
+    return f"line {malformed['line']}" if "line" in malformed else f"key {malformed.get('key')!r}"
