@@ -291,3 +291,37 @@ def test_the_judge_request_body_is_llm_judge_s(tmp_path, monkeypatch, path):
     else:
         assert "chat_template_kwargs" not in theirs and theirs["max_completion_tokens"] == 256
         assert "max_tokens" not in theirs
+
+
+def test_parity_official_scores_a_reply_at_the_output_cap_as_compute_metrics_does(unusual, monkeypatch, tmp_path):
+    """parse_utils.py L341-342 @fd4c8d7: ``if output_len >= 2048: prediction = ""`` before SubEM, F1
+    and the refusal check. The same replies, two of them at 2048 generated tokens and one at 2047:
+    parity mode's rule metrics equal the official compute_metrics run on them; the default reads
+    every reply as written; the judge reads the replies in both."""
+    root, out, _result, _by_url = unusual
+    code = official.load(tmp_path / "official", monkeypatch)
+    monkeypatch.chdir(root)
+    results = _eval_api_results(code, root, tmp_path / "results", monkeypatch)
+    capped = [r["question_id"] for r in results if r["reference_answer"]][:2]
+    below = next(r["question_id"] for r in results if r["reference_answer"] and r["question_id"] not in capped)
+    for result in results:
+        result["output_len"] = 2048 if result["question_id"] in capped else 2047 if result["question_id"] == below else 3
+    official_rules, _ = code.parse_utils.compute_metrics(results)
+    rows = {qid: row for qid, row in _rows(out, monkeypatch, tmp_path).items()
+            if qid in {r["question_id"] for r in results}}  # the numbers eval_api.py drops are another test's
+    predictions = {r["question_id"]: {"prediction": r["prediction"], "generated_tokens": r["output_len"]}
+                   for r in results}
+
+    parity = evaluate_config([dict(e) for e in rows.values()], predictions, {"*": {"parity": "official"}})
+    ours = parity["metrics"]["memlens_judge"]["rules"]
+    assert ours["sub_em"] == pytest.approx(official_rules["overall"]["sub_em"])
+    assert ours["f1"] == pytest.approx(official_rules["overall"]["f1"])
+    assert ours["refusal_rate"] == pytest.approx(official_rules["overall"]["refusal_rate"])
+    flagged = {e["id"] for e in parity["examples"] if e.get("extra", {}).get("output_cap")}
+    assert flagged == set(capped)
+    # what the judge reads: the reply, not the emptied one
+    assert all(e["parsed"] for e in parity["examples"] if e["id"] in capped)
+
+    default = evaluate_config([dict(e) for e in rows.values()], predictions, {})
+    assert default["metrics"]["memlens_judge"]["rules"]["sub_em"] > ours["sub_em"]  # the two capped answers count
+    assert not any(e.get("extra", {}).get("output_cap") for e in default["examples"])

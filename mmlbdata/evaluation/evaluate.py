@@ -19,7 +19,7 @@ from mmlbdata.core.suggest import did_you_mean
 from mmlbdata.evaluation import uncertainty
 from mmlbdata.evaluation.metrics import get_metric
 from mmlbdata.evaluation.metrics.common import meta_of
-from mmlbdata.evaluation.metrics.registry import mean, parity_of
+from mmlbdata.evaluation.metrics.registry import GENERATED_TOKENS, mean, parity_of
 from mmlbdata.official.names import CATEGORIES  # dataset-name prefix -> task category (meta["category"] wins)
 
 log = logging.getLogger(__name__)
@@ -365,6 +365,9 @@ def _evaluate_config(examples, predictions, metric_options=None, protocol=None):
             for row, example in enumerate(examples):
                 example.setdefault(ROW_KEY, row)  # official binary_acc's default answer depends on it
         exs = [rows[i] for i in positions]
+        if metric.reads_generated_tokens:
+            for i in positions:
+                rows[i][GENERATED_TOKENS] = predictions[ids[i]].get("generated_tokens")
         results = list(metric.score_many([scored_prediction(metric, predictions[ids[i]]) for i in positions], exs))
         metrics_out[name] = metric.aggregate(results, exs)
         groups_out.update(_meta_groups(metric, exs, results))

@@ -161,6 +161,11 @@ DEVIATIONS: tuple[Deviation, ...] = (
       "(L251-255): left out of every average, rule metrics and judge alike; the report gives `left_out`",
       "scored against the number's text (`7`), by the judge and the rules", "a number is a valid reference; "
       "the drop is a crash of the official scorer, not a rule"),
+    D("memlens_judge", "a reply that used 2048 generated tokens (the prediction line's `generated_tokens`)",
+      "`compute_metrics` (`parse_utils.py` L341-342 @fd4c8d7) scores it as \"\" for SubEM, F1 and the refusal "
+      "check (its `output_len` reached `--generation_max_length`); the judge reads the reply", "the rule metrics "
+      "read the reply as written", "a reply cut at the cap may still hold the answer; the judge, the paper's "
+      "score, reads it in both"),
     D("lvb_mc", "any", "no official scorer in the pinned LongVideoBench code", "same in both modes "
       "(`--random-fallback` adds a seeded random letter)", "nothing to reproduce"),
 )

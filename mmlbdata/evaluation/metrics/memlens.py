@@ -14,8 +14,10 @@ off; ``api``: ``llm_judge.py --api_model``'s request, ``max_completion_tokens`` 
 else, which OpenAI's API takes). Without a judge the score is the rules' stand-in (SubEM for
 answerable questions, refusal detected for answer refusal), said in the aggregate.
 
-The default and ``parity="official"`` differ on one input: a reference answer released as a
-number (``meta.answer_value``). The official ``sub_em`` raises on it (``parse_utils.py`` L91-93
+The default and ``parity="official"`` differ on two inputs. A reply that used 2048 generated
+tokens (the prediction line's ``generated_tokens``): ``compute_metrics`` (``parse_utils.py``
+L341-342) scores it as "" for the rule metrics, parity mode too; the judge reads it either way. And a
+reference answer released as a number (``meta.answer_value``). The official ``sub_em`` raises on it (``parse_utils.py`` L91-93
 @fd4c8d7: ``if not s`` lets 0 through, then ``s.lower()``), and ``eval_api.py`` drops the item
 (L165 raises inside the worker; L251-255 log it and ``continue``), so neither its rule metrics nor
 the judge ever see it. Parity mode leaves it out of every average and says why
@@ -31,9 +33,12 @@ from typing import Optional
 
 from mmlbdata.evaluation import memlens_judge as mj
 from mmlbdata.evaluation.metrics.common import golds, meta_of
-from mmlbdata.evaluation.metrics.registry import Metric, ScoreResult, mean, register
+from mmlbdata.evaluation.metrics.registry import GENERATED_TOKENS, Metric, ScoreResult, mean, register
 
 REFUSAL_TYPE = "answer_refusal"
+#: parse_utils.py compute_metrics L341-342: a reply whose output_len reached this (the official
+#: --generation_max_length) is "" for the rule metrics; the judge still reads the reply
+OFFICIAL_OUTPUT_CAP = 2048
 
 # -- parse_utils.py's rule metrics ----------------------------------------------------------------------
 
@@ -106,6 +111,7 @@ class MemLensJudge(Metric):
     """The official judge's 0/1 per answer (see the module docstring)."""
 
     group_by = ("task_key",)
+    reads_generated_tokens = True  # parity mode: the rule metrics' output-length rule
 
     @property
     def may_leave_out(self) -> bool:
@@ -136,7 +142,7 @@ class MemLensJudge(Metric):
         return mj.JUDGE_PATHS[path]
 
     def score_many(self, predictions, examples):
-        cases = [case(p, e) for p, e in zip(predictions, examples)]
+        cases = [case(p, e, self.official and reached_output_cap(e)) for p, e in zip(predictions, examples)]
         crashes = [official_crash(e) if self.official else None for e in examples]
         if not self.judged:
             results = [ScoreResult(float(c["rules"]["refusal"] if c["refusal_type"] else c["rules"]["sub_em"]),
@@ -189,9 +195,17 @@ def _refusal_type(example: dict) -> bool:
     return (example.get("question_type") or meta_of(example).get("category")) == REFUSAL_TYPE
 
 
-def case(prediction: Optional[str], example: dict) -> dict:
-    """What one judged answer is made of: eval.py's parsed answer (its rule metrics), the text the
-    judge sees, the task key, whether it is zeroed for length."""
+def reached_output_cap(example: dict) -> bool:
+    """Whether the example's reply used :data:`OFFICIAL_OUTPUT_CAP` generated tokens (a prediction
+    line without a count, or with one that is not a number, did not)."""
+    tokens = example.get(GENERATED_TOKENS)
+    return isinstance(tokens, (int, float)) and not isinstance(tokens, bool) and tokens >= OFFICIAL_OUTPUT_CAP
+
+
+def case(prediction: Optional[str], example: dict, capped: bool = False) -> dict:
+    """What one judged answer is made of: eval.py's parsed answer (its rule metrics; "" when
+    ``capped``, as compute_metrics has it), the text the judge sees, the task key, whether it is
+    zeroed for length."""
     meta = meta_of(example)
     reference = (golds(example) or [""])[0]
     qtype = example.get("question_type") or meta.get("category") or ""
@@ -199,7 +213,8 @@ def case(prediction: Optional[str], example: dict) -> dict:
     text, cut = mj.judge_text(answer)
     words = len(text.split())
     key = mj.task_key(qtype, meta.get("question_subtype") or "", reference)
-    extra = {**rules(answer, reference), "task_key": key, "words": words, **({"truncated": True} if cut else {})}
+    extra = {**rules("" if capped else answer, reference), **({"output_cap": True} if capped else {}),
+             "task_key": key, "words": words, **({"truncated": True} if cut else {})}
     return {"answer": answer, "judge_text": text, "task_key": key, "question": example.get("question") or "",
             "reference": reference, "old_answer": meta.get("old_answer") or "", "refusal_type": qtype == REFUSAL_TYPE,
             "auto_zero": words > mj.MAX_ANSWER_WORDS, "rules": extra, "extra": extra}

@@ -41,6 +41,10 @@ def parity_of(options: dict) -> str:
     return parity
 
 
+#: the example key that carries its prediction line's ``generated_tokens`` (``reads_generated_tokens``)
+GENERATED_TOKENS = "_generated_tokens"
+
+
 class Metric:
     """Base class. Subclasses implement ``score``; options come from the CLI/config
     (``parity="official"`` makes every metric return the official scorer's value)."""
@@ -51,6 +55,9 @@ class Metric:
     #: whether ``score`` reads the example's row in its config (``"_row"``, set by ``mmlb eval``'s
     #: engine only for such metrics): official rules whose result depends on the run's order
     reads_row = False
+    #: whether ``score`` reads the prediction line's ``generated_tokens`` (:data:`GENERATED_TOKENS`,
+    #: set on the example by ``mmlb eval``'s engine only for such metrics): an official rule keyed on it
+    reads_generated_tokens = False
 
     def __init__(self, **options: Any) -> None:
         self.options = options
