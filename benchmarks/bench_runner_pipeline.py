@@ -9,8 +9,9 @@ rows over a generated COCO-size source of ``--vh-images`` photos, ``bench_layout
 layouts, with a stand-in model that takes 50 ms per example and needs no preparation (the feeder
 thread streams the rows with ``datasets`` and reads each image's bytes ahead of it): the share of
 the run's wall time the model waited for its input, and apart from the first batch's wait (the
-one-off opening of the stream: ``datasets`` resolving the config's data files, every image file of
-its partitions in the files layout). ``--work`` keeps the built folders for the next run.
+one-off opening of the stream: ``datasets`` resolving the config's data files, then the first
+parquet row group, with its image bytes in the embedded layout). ``--work`` keeps the built
+folders for the next run.
 
 Part 2, **stages**: serial stages against the prefetching pipeline.
 

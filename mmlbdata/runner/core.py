@@ -132,9 +132,12 @@ def iter_examples(data_dir: str | Path, config: str, read_images: bool = True) -
     never the bytes)."""
     import datasets
 
+    from mmlbdata.dataset.card import streamed_data_files
     from mmlbdata.runner.prefetch import with_image_bytes  # files layout: each image a file (a request on the Hub)
 
-    ds = datasets.load_dataset(str(data_dir), config, split="test", streaming=True)
+    files = streamed_data_files(data_dir, config)  # a local files-layout config: without its image partitions
+    ds = datasets.load_dataset(str(data_dir), config, split="test", streaming=True,
+                               **({"data_files": {"test": files}} if files else {}))
     if "images" in (ds.column_names or list(ds.features or [])):
         # decode(False), not cast_column: streaming from the Hub, load_dataset adds a threaded
         # decoding step that a cast does not undo (the rows would hold PIL images)
