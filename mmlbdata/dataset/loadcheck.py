@@ -41,10 +41,9 @@ def load_problems(folder: os.PathLike, configs: Optional[list[str]] = None) -> d
 
 def readme_configs(folder: Path) -> list[str]:
     """The config names the folder's README lists (what ``load_dataset`` offers)."""
-    from mmlbdata.dataset.card import split_front_matter
+    from mmlbdata.dataset.card import folder_front_matter
 
-    readme = folder / "README.md"
-    meta, _ = split_front_matter(readme.read_text(encoding="utf-8")) if readme.is_file() else ({}, "")
+    meta = folder_front_matter(folder)
     return [entry["config_name"] for entry in meta.get("configs") or [] if isinstance(entry, dict)]
 
 

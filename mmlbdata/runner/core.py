@@ -315,19 +315,18 @@ def pending_total(data_dir, configs: Sequence[str], seen: dict[str, set], limit:
     """Examples the run will send: each config's rows (its README's ``num_examples``, else the
     footers of the parquet files its entry names; None when neither says, e.g. a Hub dataset), up
     to ``limit``, less those already in the output."""
-    from mmlbdata.dataset.card import split_front_matter
+    from mmlbdata.dataset.card import folder_front_matter
 
-    readme = Path(str(data_dir)) / "README.md"
-    if "://" in str(data_dir) or not readme.is_file():
+    meta = folder_front_matter(str(data_dir))
+    if not meta:
         return None
-    meta, _ = split_front_matter(readme.read_text(encoding="utf-8"))
     infos = {i.get("config_name"): i for i in meta.get("dataset_info") or [] if isinstance(i, dict)}
     entries = {e.get("config_name"): e for e in meta.get("configs") or [] if isinstance(e, dict)}
     total = 0
     for config in configs:
         splits = (infos.get(config) or {}).get("splits") or []
         rows = next((s.get("num_examples") for s in splits if isinstance(s, dict) and s.get("name") == "test"), None)
-        rows = rows if isinstance(rows, int) else _parquet_rows(readme.parent, entries.get(config))
+        rows = rows if isinstance(rows, int) else _parquet_rows(Path(str(data_dir)), entries.get(config))
         if rows is None:
             return None
         total += max(min(rows, limit or rows) - len(seen.get(config, ())), 0)
